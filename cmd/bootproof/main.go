@@ -1,0 +1,11 @@
+// Command bootproof is the reboot-conformance harness's command line. See
+// package github.com/bootproof/bootproof/harness/cli.
+package main
+
+import (
+	"os"
+
+	"github.com/bootproof/bootproof/harness/cli"
+)
+
+func main() { os.Exit(cli.Main()) }

@@ -1,0 +1,149 @@
+package cli_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bootproof/bootproof/harness/cli"
+	"github.com/bootproof/bootproof/harness/controlplane"
+	"github.com/bootproof/bootproof/harness/controlplane/cptest"
+)
+
+// The test binary doubles as the bootproof command when this is set, so
+// tests can signal a real process.
+const envRunCLI = "BOOTPROOF_TEST_RUN_CLI"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envRunCLI) == "1" {
+		os.Exit(cli.Main())
+	}
+	os.Exit(m.Run())
+}
+
+func TestBadInput(t *testing.T) {
+	empty := t.TempDir()
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"unknown controller", []string{"controlplane", "up", "--controllers", "node-lifecycle-controller,bogus"},
+			[]string{"--controllers", `"bogus"`, "node-lifecycle-controller", "accepted"}},
+		{"negative grace period", []string{"controlplane", "up", "--grace-period=-5s"},
+			[]string{"--grace-period", "-5s", "at least 1s"}},
+		{"not a duration", []string{"controlplane", "up", "--grace-period=soon"},
+			[]string{"--grace-period", "soon"}},
+		{"missing binary directory", []string{"controlplane", "up", "--bin-dir", filepath.Join(empty, "nope")},
+			[]string{"--bin-dir", "nope", "make controlplane"}},
+		{"binary directory without binaries", []string{"controlplane", "up", "--bin-dir", empty},
+			[]string{"etcd, kube-apiserver, kube-controller-manager", "make controlplane", "--bin-dir"}},
+		{"unknown command", []string{"controlplane", "down"}, []string{"unknown command", "down"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := cli.Run(context.Background(), tc.args, &out, &errb)
+			if code != cli.ExitUsage {
+				t.Errorf("exit code = %d, want %d", code, cli.ExitUsage)
+			}
+			msg := strings.TrimSpace(errb.String())
+			for _, w := range tc.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("stderr %q does not contain %q", msg, w)
+				}
+			}
+			if strings.Count(msg, "\n") > 0 {
+				t.Errorf("error is not one line: %q", msg)
+			}
+		})
+	}
+}
+
+// TestControlPlaneUpStopsOnSIGINT runs 'bootproof controlplane up' as a
+// real process, waits for its ready line, sends SIGINT and checks that it
+// exits 0 and that none of its children remains.
+func TestControlPlaneUpStopsOnSIGINT(t *testing.T) {
+	cptest.RequireBinaries(t)
+	dir := t.TempDir()
+	kubeconfigOut := filepath.Join(t.TempDir(), "kubeconfig")
+	cmd := exec.Command(os.Args[0], "controlplane", "up", "--grace-period", "6s", "--monitor-period", "1s",
+		"--dir", dir, "--kubeconfig-out", kubeconfigOut)
+	cmd.Env = append(os.Environ(), envRunCLI+"=1")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+
+	lines := make(chan string, 10)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var ready string
+	select {
+	case ready = <-lines:
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("no ready line; stderr:\n%s", stderr.String())
+	}
+	if !strings.Contains(ready, "ready") || !strings.Contains(ready, kubeconfigOut) {
+		t.Fatalf("first line %q lacks 'ready' and the kubeconfig path %s", ready, kubeconfigOut)
+	}
+	if st, err := os.Stat(kubeconfigOut); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("--kubeconfig-out: stat = %v, %v; want a 0600 file", st, err)
+	}
+
+	pids := map[string]int{}
+	for _, name := range []string{controlplane.BinEtcd, controlplane.BinKubeAPIServer, controlplane.BinKubeControllerManager} {
+		data, err := os.ReadFile(filepath.Join(dir, name+".pid"))
+		if err != nil {
+			t.Fatalf("pid file of %s: %v", name, err)
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Kill(pid, 0); err != nil {
+			t.Fatalf("%s (pid %d) not running: %v", name, pid, err)
+		}
+		pids[name] = pid
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("bootproof controlplane up after SIGINT: %v; stderr:\n%s", err, stderr.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("bootproof controlplane up did not exit within a minute of SIGINT")
+	}
+	cptest.AssertGone(t, pids, nil)
+	if _, err := os.Stat(kubeconfigOut); !os.IsNotExist(err) {
+		t.Errorf("--kubeconfig-out file left behind (err %v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "logs", "kube-apiserver.log")); err != nil {
+		t.Errorf("--dir should keep the logs: %v", err)
+	}
+}

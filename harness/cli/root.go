@@ -1,0 +1,110 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	"github.com/spf13/cobra"
+)
+
+// Exit codes.
+const (
+	ExitOK      = 0
+	ExitFailed  = 1
+	ExitInfra   = 2
+	ExitUsage   = 2
+	programName = "bootproof"
+)
+
+// Main runs the command line with os.Args and the process's streams and
+// stops on SIGINT or SIGTERM. It returns the exit code.
+func Main() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+}
+
+// Streams are where commands write.
+type Streams struct {
+	Out io.Writer
+	Err io.Writer
+}
+
+// exitError carries an exit code through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func withCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: code, err: err}
+}
+
+// Run executes the command line args and returns the exit code.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	s := Streams{Out: stdout, Err: stderr}
+	root := NewRootCommand(s)
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	fmt.Fprintf(stderr, "%s: %v\n", programName, err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	// Errors cobra produced itself: unknown flags, commands, arguments.
+	return ExitUsage
+}
+
+// NewRootCommand returns the bootproof command tree.
+func NewRootCommand(s Streams) *cobra.Command {
+	var verbosity int
+	root := &cobra.Command{
+		Use:   programName,
+		Short: "Reboot-conformance harness for Kubernetes kernel-module operators",
+		Long: `bootproof proves that after every node reboot - including fast reboots that
+finish inside kube-controller-manager's --node-monitor-grace-period, where the
+node never shows NotReady - each kernel module is loaded again in the new boot.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			log := funcr.New(func(prefix, args string) {
+				if prefix != "" {
+					fmt.Fprintf(s.Err, "%s: %s\n", prefix, args)
+				} else {
+					fmt.Fprintln(s.Err, args)
+				}
+			}, funcr.Options{Verbosity: verbosity})
+			cmd.SetContext(logr.NewContext(cmd.Context(), log))
+		},
+	}
+	root.PersistentFlags().IntVarP(&verbosity, "verbosity", "v", 0, "log verbosity (0 = important events only)")
+	root.AddCommand(newControlPlaneCommand(s))
+	return root
+}
+
+// runGroup is the RunE of a command that only groups subcommands: without
+// arguments it prints help, with any it fails like an unknown command.
+func runGroup(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("unknown command %q for %q; run '%s --help' for the commands", args[0], cmd.CommandPath(), cmd.CommandPath())
+	}
+	return cmd.Help()
+}

@@ -1,0 +1,91 @@
+package controlplane
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Environment variables consulted for binaries.
+const (
+	// EnvBinDir names a directory holding all three binaries.
+	EnvBinDir = "BOOTPROOF_BIN_DIR"
+	// EnvKubebuilderAssets is envtest's directory holding etcd and
+	// kube-apiserver (envtest ships no kube-controller-manager).
+	EnvKubebuilderAssets = "KUBEBUILDER_ASSETS"
+)
+
+// Binary names.
+const (
+	BinEtcd                  = "etcd"
+	BinKubeAPIServer         = "kube-apiserver"
+	BinKubeControllerManager = "kube-controller-manager"
+)
+
+// Binaries are the absolute paths of the control-plane executables.
+type Binaries struct {
+	Etcd                  string
+	KubeAPIServer         string
+	KubeControllerManager string
+}
+
+// searchDirs returns, in order, the directories a binary is looked up in.
+// An explicit binDir is the only place searched.
+func searchDirs(binDir string) []string {
+	if binDir != "" {
+		return []string{binDir}
+	}
+	var dirs []string
+	for _, env := range []string{EnvBinDir, EnvKubebuilderAssets} {
+		if v := os.Getenv(env); v != "" {
+			dirs = append(dirs, v)
+		}
+	}
+	if wd, err := os.Getwd(); err == nil {
+		// ./bin of the working directory and of its parents, so tests run
+		// from a package folder find the repository's bin/.
+		for d := wd; ; d = filepath.Dir(d) {
+			dirs = append(dirs, filepath.Join(d, "bin"))
+			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil || filepath.Dir(d) == d {
+				break
+			}
+		}
+	}
+	if exe, err := os.Executable(); err == nil {
+		dirs = append(dirs, filepath.Dir(exe))
+	}
+	return dirs
+}
+
+// FindBinaries locates the three control-plane binaries. The error names
+// every directory searched and how to get the binaries.
+func FindBinaries(binDir string) (Binaries, error) {
+	dirs := searchDirs(binDir)
+	var b Binaries
+	var missing []string
+	for _, it := range []struct {
+		name string
+		dst  *string
+	}{{BinEtcd, &b.Etcd}, {BinKubeAPIServer, &b.KubeAPIServer}, {BinKubeControllerManager, &b.KubeControllerManager}} {
+		for _, d := range dirs {
+			p := filepath.Join(d, it.name)
+			if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+				abs, err := filepath.Abs(p)
+				if err != nil {
+					return b, fmt.Errorf("resolve %s: %w", p, err)
+				}
+				*it.dst = abs
+				break
+			}
+		}
+		if *it.dst == "" {
+			missing = append(missing, it.name)
+		}
+	}
+	if len(missing) > 0 {
+		return b, fmt.Errorf("control-plane binaries not found: %s (searched %s); build them with 'make controlplane' or point --bin-dir (or $%s) at a directory that has them",
+			strings.Join(missing, ", "), strings.Join(dirs, ", "), EnvBinDir)
+	}
+	return b, nil
+}

@@ -1,0 +1,227 @@
+package controlplane
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Defaults. The grace and monitor periods are the upstream defaults of
+// kube-controller-manager since Kubernetes 1.32; harness runs usually choose
+// shorter ones.
+const (
+	DefaultGracePeriod   = 50 * time.Second
+	DefaultMonitorPeriod = 5 * time.Second
+	DefaultStartTimeout  = 2 * time.Minute
+	DefaultStopTimeout   = 10 * time.Second
+)
+
+// DefaultControllers are the kube-controller-manager controllers that shape
+// node and pod state: the node lifecycle controller (Ready=Unknown and the
+// unreachable taints), taint-based eviction, the garbage collector (owner
+// references) and pod GC, plus the service-account controller that creates
+// the "default" ServiceAccount pods need in every namespace.
+var DefaultControllers = []string{
+	"node-lifecycle-controller",
+	"taint-eviction-controller",
+	"garbage-collector-controller",
+	"pod-garbage-collector-controller",
+	"serviceaccount-controller",
+	"namespace-controller",
+}
+
+// KnownControllers lists the kube-controller-manager v1.37 controller names
+// that bootproof accepts in Config.Controllers. Older aliases (e.g.
+// "nodelifecycle") are accepted too and mapped through controllerAliases.
+var KnownControllers = []string{
+	"bootstrap-signer-controller",
+	"certificatesigningrequest-approving-controller",
+	"certificatesigningrequest-cleaner-controller",
+	"certificatesigningrequest-signing-controller",
+	"clusterrole-aggregation-controller",
+	"cronjob-controller",
+	"daemonset-controller",
+	"deployment-controller",
+	"device-taint-eviction-controller",
+	"disruption-controller",
+	"endpoints-controller",
+	"endpointslice-controller",
+	"endpointslice-mirroring-controller",
+	"ephemeral-volume-controller",
+	"garbage-collector-controller",
+	"horizontal-pod-autoscaler-controller",
+	"job-controller",
+	"kube-apiserver-serving-clustertrustbundle-publisher-controller",
+	"legacy-serviceaccount-token-cleaner-controller",
+	"namespace-controller",
+	"node-ipam-controller",
+	"node-lifecycle-controller",
+	"persistentvolume-attach-detach-controller",
+	"persistentvolume-binder-controller",
+	"persistentvolume-expander-controller",
+	"persistentvolume-protection-controller",
+	"persistentvolumeclaim-protection-controller",
+	"pod-garbage-collector-controller",
+	"podcertificaterequest-cleaner-controller",
+	"podgroup-protection-controller",
+	"replicaset-controller",
+	"replicationcontroller-controller",
+	"resourceclaim-controller",
+	"resourcepoolstatusrequest-controller",
+	"resourcequota-controller",
+	"root-ca-certificate-publisher-controller",
+	"selinux-warning-controller",
+	"service-cidr-controller",
+	"serviceaccount-controller",
+	"serviceaccount-token-controller",
+	"statefulset-controller",
+	"storage-version-migrator-controller",
+	"storageversion-garbage-collector-controller",
+	"taint-eviction-controller",
+	"token-cleaner-controller",
+	"ttl-after-finished-controller",
+	"ttl-controller",
+	"validatingadmissionpolicy-status-controller",
+	"volumeattributesclass-protection-controller",
+}
+
+// controllerAliases maps the pre-1.28 short names to the current names.
+var controllerAliases = map[string]string{
+	"nodelifecycle":        "node-lifecycle-controller",
+	"garbagecollector":     "garbage-collector-controller",
+	"podgc":                "pod-garbage-collector-controller",
+	"serviceaccount":       "serviceaccount-controller",
+	"namespace":            "namespace-controller",
+	"tainteviction":        "taint-eviction-controller",
+	"ttl":                  "ttl-controller",
+	"daemonset":            "daemonset-controller",
+	"deployment":           "deployment-controller",
+	"replicaset":           "replicaset-controller",
+	"job":                  "job-controller",
+	"csrsigning":           "certificatesigningrequest-signing-controller",
+	"csrapproving":         "certificatesigningrequest-approving-controller",
+	"serviceaccount-token": "serviceaccount-token-controller",
+}
+
+// Config configures an embedded control plane. The zero value is usable:
+// Default fills every unset field.
+type Config struct {
+	// Dir is the run directory for PKI, kubeconfigs, data and logs. Empty
+	// means a new temporary directory that Stop removes; a directory given
+	// here is kept.
+	Dir string
+	// BinDir holds etcd, kube-apiserver and kube-controller-manager. Empty
+	// means: $BOOTPROOF_BIN_DIR, then $KUBEBUILDER_ASSETS, then ./bin and the
+	// directory of the running executable.
+	BinDir string
+	// GracePeriod is kube-controller-manager's --node-monitor-grace-period.
+	GracePeriod time.Duration
+	// MonitorPeriod is kube-controller-manager's --node-monitor-period.
+	MonitorPeriod time.Duration
+	// Controllers is kube-controller-manager's --controllers list.
+	Controllers []string
+	// StartTimeout bounds Start, from the first process start to ready.
+	StartTimeout time.Duration
+	// StopTimeout is how long Stop waits after SIGTERM before SIGKILL.
+	StopTimeout time.Duration
+}
+
+// ConfigError is a configuration value that was not accepted. Flag is the
+// command-line flag that sets the field, so CLI users see what to change.
+type ConfigError struct {
+	Field    string
+	Flag     string
+	Value    string
+	Accepted string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("invalid %s %q (%s): accepted: %s", e.Flag, e.Value, e.Field, e.Accepted)
+}
+
+// Default returns a copy of c with every unset field filled in.
+func (c Config) Default() Config {
+	if c.GracePeriod == 0 {
+		c.GracePeriod = DefaultGracePeriod
+	}
+	if c.MonitorPeriod == 0 {
+		c.MonitorPeriod = DefaultMonitorPeriod
+	}
+	if len(c.Controllers) == 0 {
+		c.Controllers = slices.Clone(DefaultControllers)
+	}
+	if c.StartTimeout == 0 {
+		c.StartTimeout = DefaultStartTimeout
+	}
+	if c.StopTimeout == 0 {
+		c.StopTimeout = DefaultStopTimeout
+	}
+	if c.BinDir == "" {
+		c.BinDir = os.Getenv(EnvBinDir)
+	}
+	return c
+}
+
+// Validate reports the first value that cannot work. Call it on a
+// defaulted Config.
+func (c Config) Validate() error {
+	if c.GracePeriod < time.Second {
+		return &ConfigError{Field: "GracePeriod", Flag: "--grace-period", Value: c.GracePeriod.String(),
+			Accepted: "a duration of at least 1s, longer than --monitor-period (e.g. 8s; Kubernetes' default is 50s)"}
+	}
+	if c.MonitorPeriod <= 0 || c.MonitorPeriod >= c.GracePeriod {
+		return &ConfigError{Field: "MonitorPeriod", Flag: "--monitor-period", Value: c.MonitorPeriod.String(),
+			Accepted: fmt.Sprintf("a positive duration shorter than --grace-period %s (e.g. 1s; Kubernetes' default is 5s)", c.GracePeriod)}
+	}
+	for _, name := range c.Controllers {
+		if _, err := canonicalController(name); err != nil {
+			return err
+		}
+	}
+	if c.StartTimeout <= 0 {
+		return &ConfigError{Field: "StartTimeout", Flag: "--start-timeout", Value: c.StartTimeout.String(), Accepted: "a positive duration"}
+	}
+	if c.StopTimeout <= 0 {
+		return &ConfigError{Field: "StopTimeout", Flag: "--stop-timeout", Value: c.StopTimeout.String(), Accepted: "a positive duration"}
+	}
+	if c.BinDir != "" {
+		st, err := os.Stat(c.BinDir)
+		if err != nil || !st.IsDir() {
+			return &ConfigError{Field: "BinDir", Flag: "--bin-dir", Value: c.BinDir,
+				Accepted: "an existing directory holding etcd, kube-apiserver and kube-controller-manager (build them with 'make controlplane')"}
+		}
+	}
+	return nil
+}
+
+// canonicalController maps a controller name (or a "-name" exclusion, or
+// "*") to the name kube-controller-manager v1.37 knows.
+func canonicalController(name string) (string, error) {
+	if name == "*" {
+		return name, nil
+	}
+	neg := strings.HasPrefix(name, "-")
+	base := strings.TrimPrefix(name, "-")
+	if alias, ok := controllerAliases[base]; ok {
+		base = alias
+	}
+	if !slices.Contains(KnownControllers, base) {
+		return "", &ConfigError{Field: "Controllers", Flag: "--controllers", Value: name,
+			Accepted: "'*' or these names, each optionally prefixed with '-': " + strings.Join(KnownControllers, ", ")}
+	}
+	if neg {
+		return "-" + base, nil
+	}
+	return base, nil
+}
+
+func (c Config) controllersFlag() string {
+	out := make([]string, 0, len(c.Controllers))
+	for _, n := range c.Controllers {
+		cn, _ := canonicalController(n)
+		out = append(out, cn)
+	}
+	return strings.Join(out, ",")
+}

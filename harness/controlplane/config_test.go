@@ -1,0 +1,82 @@
+package controlplane
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestConfigDefault(t *testing.T) {
+	t.Setenv(EnvBinDir, "")
+	c := Config{}.Default()
+	if c.GracePeriod != DefaultGracePeriod || c.MonitorPeriod != DefaultMonitorPeriod {
+		t.Errorf("periods = %s/%s, want %s/%s", c.GracePeriod, c.MonitorPeriod, DefaultGracePeriod, DefaultMonitorPeriod)
+	}
+	if !slices.Equal(c.Controllers, DefaultControllers) {
+		t.Errorf("controllers = %v, want %v", c.Controllers, DefaultControllers)
+	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("defaulted zero Config does not validate: %v", err)
+	}
+	if !slices.Contains(DefaultControllers, "node-lifecycle-controller") {
+		t.Errorf("default controllers lack the node lifecycle controller")
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	t.Setenv(EnvBinDir, "")
+	dir := t.TempDir()
+	tests := []struct {
+		name     string
+		cfg      Config
+		wantFlag string // empty: valid
+		wantText string
+	}{
+		{name: "valid short periods", cfg: Config{GracePeriod: 6 * time.Second, MonitorPeriod: time.Second, BinDir: dir}},
+		{name: "old controller alias", cfg: Config{Controllers: []string{"nodelifecycle", "-podgc", "*"}}},
+		{name: "negative grace period", cfg: Config{GracePeriod: -time.Second}, wantFlag: "--grace-period", wantText: "at least 1s"},
+		{name: "grace shorter than monitor", cfg: Config{GracePeriod: 2 * time.Second, MonitorPeriod: 3 * time.Second}, wantFlag: "--monitor-period", wantText: "shorter than --grace-period"},
+		{name: "negative monitor period", cfg: Config{MonitorPeriod: -time.Second}, wantFlag: "--monitor-period", wantText: "positive duration"},
+		{name: "unknown controller", cfg: Config{Controllers: []string{"node-lifecycle-controller", "bogus"}}, wantFlag: "--controllers", wantText: "node-lifecycle-controller"},
+		{name: "missing bin dir", cfg: Config{BinDir: dir + "/nope"}, wantFlag: "--bin-dir", wantText: "make controlplane"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.cfg.Default().Validate()
+			if tc.wantFlag == "" {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("Validate() = %v, want a *ConfigError", err)
+			}
+			msg := err.Error()
+			if ce.Flag != tc.wantFlag || !strings.Contains(msg, tc.wantFlag) {
+				t.Errorf("error %q does not name flag %s", msg, tc.wantFlag)
+			}
+			if !strings.Contains(msg, tc.wantText) {
+				t.Errorf("error %q does not say %q", msg, tc.wantText)
+			}
+			if !strings.Contains(msg, "accepted:") {
+				t.Errorf("error %q does not say what is accepted", msg)
+			}
+			if strings.Contains(msg, "\n") {
+				t.Errorf("error spans lines: %q", msg)
+			}
+		})
+	}
+}
+
+func TestControllersFlagCanonicalizes(t *testing.T) {
+	c := Config{Controllers: []string{"nodelifecycle", "-garbagecollector", "taint-eviction-controller"}}
+	got := c.controllersFlag()
+	want := "node-lifecycle-controller,-garbage-collector-controller,taint-eviction-controller"
+	if got != want {
+		t.Errorf("controllersFlag() = %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,127 @@
+package controlplane
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// pkiFiles are the paths of the certificates and keys the processes read.
+type pkiFiles struct {
+	ca                                  string
+	etcdCA                              string
+	etcdCAPEM                           []byte
+	etcdServerCert, etcdServerKey       string
+	apiEtcdClientCert, apiEtcdClientKey string
+	apiServingCert, apiServingKey       string
+	kcmServingCert, kcmServingKey       string
+	saKey, saPub                        string
+	frontProxyCA                        string
+	proxyClientCert, proxyClientKey     string
+}
+
+// apiServerSANs are the names the API server's certificate covers: loopback,
+// the in-cluster service names, and the host as seen from a QEMU guest.
+var apiServerDNSNames = []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}
+
+func apiServerIPs() []net.IP {
+	return []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(GuestHostAddress), net.ParseIP("10.0.0.1")}
+}
+
+// writePKI creates the cluster CA, a separate etcd CA and every
+// certificate the processes need, under <dir>/pki.
+func (cp *ControlPlane) writePKI() (*pkiFiles, error) {
+	dir := filepath.Join(cp.dir, "pki")
+	var f pkiFiles
+	var err error
+	if cp.ca, err = NewCA("bootproof-ca"); err != nil {
+		return nil, err
+	}
+	if cp.etcdCA, err = NewCA("bootproof-etcd-ca"); err != nil {
+		return nil, err
+	}
+	f.ca = filepath.Join(dir, "ca.crt")
+	f.etcdCA = filepath.Join(dir, "etcd-ca.crt")
+	f.etcdCAPEM = cp.etcdCA.CertPEM
+	if err := os.WriteFile(f.ca, cp.ca.CertPEM, 0o644); err != nil {
+		return nil, fmt.Errorf("write CA: %w", err)
+	}
+	if err := os.WriteFile(f.etcdCA, cp.etcdCA.CertPEM, 0o644); err != nil {
+		return nil, fmt.Errorf("write etcd CA: %w", err)
+	}
+	loop := []net.IP{net.ParseIP("127.0.0.1")}
+	issue := func(ca *CA, name string, req CertRequest, cert, key *string) error {
+		kp, err := ca.Issue(req)
+		if err != nil {
+			return err
+		}
+		*cert, *key, err = kp.WriteFiles(dir, name)
+		return err
+	}
+	frontProxyCA, err := NewCA("bootproof-front-proxy-ca")
+	if err != nil {
+		return nil, err
+	}
+	f.frontProxyCA = filepath.Join(dir, "front-proxy-ca.crt")
+	if err := os.WriteFile(f.frontProxyCA, frontProxyCA.CertPEM, 0o644); err != nil {
+		return nil, fmt.Errorf("write front-proxy CA: %w", err)
+	}
+	steps := []error{
+		issue(frontProxyCA, "front-proxy-client", CertRequest{CommonName: "front-proxy-client", Client: true}, &f.proxyClientCert, &f.proxyClientKey),
+		issue(cp.etcdCA, "etcd-server", CertRequest{CommonName: "etcd", DNSNames: []string{"localhost"}, IPs: loop, Server: true, Client: true}, &f.etcdServerCert, &f.etcdServerKey),
+		issue(cp.etcdCA, "apiserver-etcd-client", CertRequest{CommonName: "kube-apiserver-etcd-client", Client: true}, &f.apiEtcdClientCert, &f.apiEtcdClientKey),
+		issue(cp.ca, "apiserver", CertRequest{CommonName: "kube-apiserver", DNSNames: apiServerDNSNames, IPs: apiServerIPs(), Server: true}, &f.apiServingCert, &f.apiServingKey),
+		issue(cp.ca, "kube-controller-manager", CertRequest{CommonName: "kube-controller-manager", DNSNames: []string{"localhost"}, IPs: loop, Server: true}, &f.kcmServingCert, &f.kcmServingKey),
+	}
+	for _, err := range steps {
+		if err != nil {
+			return nil, fmt.Errorf("write PKI: %w", err)
+		}
+	}
+	keyPEM, pubPEM, err := NewServiceAccountKey()
+	if err != nil {
+		return nil, err
+	}
+	f.saKey, f.saPub = filepath.Join(dir, "sa.key"), filepath.Join(dir, "sa.pub")
+	if err := os.WriteFile(f.saKey, keyPEM, 0o600); err != nil {
+		return nil, fmt.Errorf("write service-account key: %w", err)
+	}
+	if err := os.WriteFile(f.saPub, pubPEM, 0o644); err != nil {
+		return nil, fmt.Errorf("write service-account key: %w", err)
+	}
+	return &f, nil
+}
+
+// writeKubeconfig writes a self-contained kubeconfig (certificates inline)
+// with mode 0600.
+func writeKubeconfig(path, server, user string, caPEM []byte, kp *KeyPair) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["bootproof"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caPEM}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: kp.CertPEM, ClientKeyData: kp.KeyPEM}
+	cfg.Contexts["bootproof"] = &clientcmdapi.Context{Cluster: "bootproof", AuthInfo: user}
+	cfg.CurrentContext = "bootproof"
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("write kubeconfig %s: %w", path, err)
+	}
+	return os.Chmod(path, 0o600)
+}
+
+func restConfig(server string, caPEM []byte, kp *KeyPair) *rest.Config {
+	return &rest.Config{
+		Host: server,
+		TLSClientConfig: rest.TLSClientConfig{
+			CAData:   caPEM,
+			CertData: kp.CertPEM,
+			KeyData:  kp.KeyPEM,
+		},
+		// Fleets of simulated nodes share a process; throttling in the
+		// client would delay heartbeats, so the defaults are generous.
+		QPS:   200,
+		Burst: 400,
+	}
+}

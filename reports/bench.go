@@ -1,0 +1,96 @@
+package reports
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// EnvBenchDir names the directory benchmarks write their figures to;
+// 'make bench' sets it to reports/bench.
+const EnvBenchDir = "BOOTPROOF_BENCH_DIR"
+
+// Distribution summarises samples of one measured quantity.
+type Distribution struct {
+	Unit    string    `json:"unit"`
+	Count   int       `json:"count"`
+	Min     float64   `json:"min"`
+	P50     float64   `json:"p50"`
+	P95     float64   `json:"p95"`
+	P99     float64   `json:"p99"`
+	Max     float64   `json:"max"`
+	Samples []float64 `json:"samples,omitempty"`
+}
+
+// Summarize computes a Distribution (nearest-rank percentiles).
+func Summarize(unit string, samples []float64) Distribution {
+	d := Distribution{Unit: unit, Count: len(samples), Samples: slices.Clone(samples)}
+	if len(samples) == 0 {
+		return d
+	}
+	s := slices.Sorted(slices.Values(samples))
+	rank := func(p float64) float64 {
+		i := int(p*float64(len(s))+0.999999) - 1
+		return s[max(0, min(i, len(s)-1))]
+	}
+	d.Min, d.Max = s[0], s[len(s)-1]
+	d.P50, d.P95, d.P99 = rank(0.50), rank(0.95), rank(0.99)
+	return d
+}
+
+// BenchResult is one benchmark's figures, measured in one run.
+type BenchResult struct {
+	Name        string                  `json:"name"`
+	Description string                  `json:"description"`
+	Date        time.Time               `json:"date"`
+	Machine     string                  `json:"machine"`
+	Figures     map[string]Distribution `json:"figures"`
+	Notes       []string                `json:"notes,omitempty"`
+}
+
+// WriteBench writes <dir>/<name>.json and <dir>/<name>.md.
+func WriteBench(dir string, r BenchResult) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("bench %s: %w", r.Name, err)
+	}
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("bench %s: %w", r.Name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, r.Name+".json"), append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("bench %s: %w", r.Name, err)
+	}
+	var md strings.Builder
+	fmt.Fprintf(&md, "# %s\n\n%s\n\nMeasured %s on %s.\n\n", r.Name, r.Description, r.Date.Format(time.RFC3339), r.Machine)
+	md.WriteString("| figure | unit | n | min | p50 | p95 | p99 | max |\n|---|---|---|---|---|---|---|---|\n")
+	for _, k := range slices.Sorted(func(yield func(string) bool) {
+		for k := range r.Figures {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		d := r.Figures[k]
+		fmt.Fprintf(&md, "| %s | %s | %d | %.3g | %.3g | %.3g | %.3g | %.3g |\n", k, d.Unit, d.Count, d.Min, d.P50, d.P95, d.P99, d.Max)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&md, "\n%s\n", n)
+	}
+	if err := os.WriteFile(filepath.Join(dir, r.Name+".md"), []byte(md.String()), 0o644); err != nil {
+		return fmt.Errorf("bench %s: %w", r.Name, err)
+	}
+	return nil
+}
+
+// MachineDescription names the CPU count and kernel of this machine for
+// benchmark reports.
+func MachineDescription() string {
+	host, _ := os.Hostname()
+	release, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	return fmt.Sprintf("%s, %d CPUs, Linux %s", host, runtime.NumCPU(), strings.TrimSpace(string(release)))
+}
