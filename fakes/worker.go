@@ -1,0 +1,108 @@
+package fakes
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// The KMM worker-pod contract, written from upstream Kernel Module
+// Management's worker (not from package kmm).
+const (
+	// WorkerActionLabel selects a worker pod and says what it does.
+	WorkerActionLabel = "kmm.node.kubernetes.io/worker-action"
+	// WorkerConfigAnnotation holds the ModuleConfig YAML.
+	WorkerConfigAnnotation = "kmm.node.kubernetes.io/worker-config"
+	// WorkerContainerName is the container that runs the action.
+	WorkerContainerName = "worker"
+
+	ActionLoad   = "Load"
+	ActionUnload = "Unload"
+)
+
+// ModuleConfig is the part of upstream KMM's ModuleConfig the worker uses.
+// Unknown fields are ignored, as the upstream worker ignores what it does
+// not need.
+type ModuleConfig struct {
+	KernelVersion  string         `json:"kernelVersion"`
+	ContainerImage string         `json:"containerImage,omitempty"`
+	Modprobe       ModprobeConfig `json:"modprobe"`
+}
+
+// ModprobeConfig names the module and its loading order.
+type ModprobeConfig struct {
+	ModuleName string `json:"moduleName"`
+	// ModulesLoadingOrder, when set, starts with ModuleName and lists the
+	// modules it needs after it: they are loaded last to first and
+	// unloaded first to last.
+	ModulesLoadingOrder []string `json:"modulesLoadingOrder,omitempty"`
+}
+
+// ParseModuleConfig decodes the worker-config annotation.
+func ParseModuleConfig(s string) (*ModuleConfig, error) {
+	var c ModuleConfig
+	if err := yaml.Unmarshal([]byte(s), &c); err != nil {
+		return nil, fmt.Errorf("parse %s: %w", WorkerConfigAnnotation, err)
+	}
+	if c.Modprobe.ModuleName == "" {
+		return nil, fmt.Errorf("parse %s: modprobe.moduleName is empty", WorkerConfigAnnotation)
+	}
+	if o := c.Modprobe.ModulesLoadingOrder; len(o) > 0 && o[0] != c.Modprobe.ModuleName {
+		return nil, fmt.Errorf("parse %s: modprobe.modulesLoadingOrder must start with moduleName %s, got %v", WorkerConfigAnnotation, c.Modprobe.ModuleName, o)
+	}
+	return &c, nil
+}
+
+// Steps returns the modules in the order the action touches them.
+func (c *ModuleConfig) Steps(action string) []string {
+	order := c.Modprobe.ModulesLoadingOrder
+	if len(order) == 0 {
+		order = []string{c.Modprobe.ModuleName}
+	}
+	out := slices.Clone(order)
+	if action == ActionLoad {
+		slices.Reverse(out)
+	}
+	return out
+}
+
+// TerminationMessage is what the simulated worker writes into the worker
+// container's state.terminated.message, as one line of JSON:
+//
+//	{"bootID":"<boot id>","action":"Load","modules":["b","a"],"kernelVersion":"<uname -r>"}
+//
+// BootID is the boot in which the action ran. A reconciler reads it to
+// record the boot a module was really loaded in, rather than the boot the
+// node is in when the reconciler gets round to it.
+type TerminationMessage struct {
+	BootID        string   `json:"bootID"`
+	Action        string   `json:"action"`
+	Modules       []string `json:"modules"`
+	KernelVersion string   `json:"kernelVersion"`
+}
+
+// String encodes the message.
+func (m TerminationMessage) String() string {
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// ParseTerminationMessage decodes a worker's termination message.
+func ParseTerminationMessage(s string) (*TerminationMessage, error) {
+	var m TerminationMessage
+	if err := json.Unmarshal([]byte(strings.TrimSpace(s)), &m); err != nil {
+		return nil, fmt.Errorf("parse worker termination message: %w", err)
+	}
+	return &m, nil
+}
+
+// isWorkerPod reports whether pod follows the worker contract and which
+// action it asks for.
+func isWorkerPod(pod *corev1.Pod) (action string, ok bool) {
+	a, ok := pod.Labels[WorkerActionLabel]
+	return a, ok
+}
