@@ -639,10 +639,12 @@ func (k *Kubelet) leaseLoop(lt *lifetime) {
 				// Paused: the renewal is due the moment the node is back.
 				continue
 			}
+			err := k.renewLease(lt.ctx, true)
+			// Lateness: from the scheduled renewal to the API's answer.
 			late := k.cfg.Clock.Since(next)
-			if err := k.renewLease(lt.ctx, true); err != nil && lt.ctx.Err() == nil {
+			if err != nil && lt.ctx.Err() == nil {
 				k.log.Error(err, "renew lease")
-			} else {
+			} else if err == nil {
 				k.mu.Lock()
 				k.stats.LateRenewals = append(k.stats.LateRenewals, late)
 				k.mu.Unlock()

@@ -76,7 +76,7 @@ func WriteBench(dir string, r BenchResult) error {
 		}
 	}) {
 		d := r.Figures[k]
-		fmt.Fprintf(&md, "| %s | %s | %d | %.3g | %.3g | %.3g | %.3g | %.3g |\n", k, d.Unit, d.Count, d.Min, d.P50, d.P95, d.P99, d.Max)
+		fmt.Fprintf(&md, "| %s | %s | %d | %.4g | %.4g | %.4g | %.4g | %.4g |\n", k, d.Unit, d.Count, d.Min, d.P50, d.P95, d.P99, d.Max)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(&md, "\n%s\n", n)

@@ -97,6 +97,7 @@ node never shows NotReady - each kernel module is loaded again in the new boot.`
 	}
 	root.PersistentFlags().IntVarP(&verbosity, "verbosity", "v", 0, "log verbosity (0 = important events only)")
 	root.AddCommand(newControlPlaneCommand(s))
+	root.AddCommand(newNodesCommand(s))
 	return root
 }
 
