@@ -32,10 +32,16 @@ lint: ## gofmt and go vet.
 
 .PHONY: verify
 verify: lint ## lint, plus checks that generated files are current.
+	@BIN_DIR=$(BIN_DIR) hack/generate.sh --verify
+
+.PHONY: generate
+generate: ## Regenerate kmm's deepcopy code and CRD YAML with the controller-gen pinned in tools/controllertools.
+	@BIN_DIR=$(BIN_DIR) hack/generate.sh
 
 .PHONY: bench
 bench: controlplane ## Benchmarks; figures go to reports/bench/ (JSON and Markdown).
 	BOOTPROOF_BENCH_DIR=$(REPORTS_DIR)/bench $(GO) test -run '^$$' -bench BenchmarkStart -benchtime 5x ./harness/controlplane/
+	BOOTPROOF_BENCH_DIR=$(REPORTS_DIR)/bench $(GO) test -run '^$$' -bench BenchmarkFleetScale -benchtime 1x -timeout 60m ./fakes/
 	@echo "figures written to $(REPORTS_DIR)/bench/"
 
 .PHONY: run

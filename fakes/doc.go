@@ -68,9 +68,10 @@
 // publishes its kernel's state (boot ID, version, loaded modules with load
 // times) as JSON in the annotation GroundTruthAnnotation of its own Lease;
 // ReadGroundTruth decodes it. That needs no permission beyond the node's
-// own identity, no KMM operator reads Leases, and the node lifecycle
-// controller counts only renewTime, which a publication between renewals
-// leaves alone.
+// own identity, and no KMM operator reads Leases. Each publication is also
+// a renewal, made only while the kubelet runs: kube-controller-manager 1.37
+// (NodeControllerLeaseCircuitBreaker) takes a Lease write without a newer
+// renewTime for a stale cache and would never mark the node Unknown.
 //
 // # The simulated kernel
 //

@@ -625,15 +625,15 @@ func (k *Kubelet) leaseLoop(lt *lifetime) {
 			if !k.isOnline() {
 				continue
 			}
-			// Publish ground truth only; a missed renewal (after a
-			// pause) is caught up here too.
-			renew := !k.cfg.Clock.Now().Before(next)
-			if err := k.renewLease(lt.ctx, renew); err != nil && lt.ctx.Err() == nil {
+			// Publishing rides on a renewal: a real kubelet writes its
+			// Lease only to renew it, and kube-controller-manager (1.37,
+			// NodeControllerLeaseCircuitBreaker) takes a Lease whose
+			// resourceVersion moved without a newer renewTime for a stale
+			// cache and then never marks the node Unknown.
+			if err := k.renewLease(lt.ctx, true); err != nil && lt.ctx.Err() == nil {
 				k.log.Error(err, "publish ground truth")
 			}
-			if renew {
-				next = k.cfg.Clock.Now().Add(k.jittered(k.cfg.Timing.RenewInterval))
-			}
+			next = k.cfg.Clock.Now().Add(k.jittered(k.cfg.Timing.RenewInterval))
 		case <-timer.C():
 			if !k.isOnline() {
 				// Paused: the renewal is due the moment the node is back.

@@ -177,4 +177,3 @@ func TestTimingProfiles(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
-

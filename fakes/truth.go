@@ -12,9 +12,10 @@ import (
 // kube-node-lease) where the lightweight kubelet publishes its kernel's
 // ground truth. The Lease is the one object a node may write besides its
 // Node and its pods, so publishing needs no permission beyond the
-// system:node:<name> identity; no KMM operator reads Leases, and the node
-// lifecycle controller reads only spec.renewTime, which a publication
-// leaves unchanged, so it counts as no heartbeat.
+// system:node:<name> identity, and no KMM operator reads Leases. Every
+// publication is also a renewal (the kubelet is up when it publishes):
+// kube-controller-manager 1.37 treats a Lease write without a newer
+// renewTime as a sign of a stale cache and stops judging the node.
 const GroundTruthAnnotation = "bootproof.dev/kernel"
 
 // GroundTruth is the kernel's state as the node last published it.

@@ -97,7 +97,9 @@ node never shows NotReady - each kernel module is loaded again in the new boot.`
 	}
 	root.PersistentFlags().IntVarP(&verbosity, "verbosity", "v", 0, "log verbosity (0 = important events only)")
 	root.AddCommand(newControlPlaneCommand(s))
+	root.AddCommand(newKMMCommand(s))
 	root.AddCommand(newNodesCommand(s))
+	root.AddCommand(newRunCommand(s), newListCommand(s))
 	return root
 }
 

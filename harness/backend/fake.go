@@ -1,0 +1,190 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/bootproof/bootproof/fakes"
+	"github.com/bootproof/bootproof/harness/cluster"
+	"github.com/bootproof/bootproof/scenarios"
+)
+
+// Fake is the simulated-node backend: every case gets a fleet of
+// lightweight kubelets over simulated kernels in this process. On a
+// cluster that issues credentials each node acts as system:node:<name>
+// and the fleet's pod informer as fakes.FleetUser with only
+// fakes.FleetRBAC's rule; otherwise everything acts with the cluster's
+// identity.
+type Fake struct {
+	Cluster scenarios.Cluster
+
+	rbacOnce sync.Once
+	rbacErr  error
+}
+
+// Name implements scenarios.NodeBackend.
+func (f *Fake) Name() string { return "fake" }
+
+func (f *Fake) fleetClient(ctx context.Context) (kubernetes.Interface, error) {
+	iss, ok := f.Cluster.(cluster.CredentialIssuer)
+	if !ok {
+		return kubernetes.NewForConfig(f.Cluster.RESTConfig())
+	}
+	f.rbacOnce.Do(func() {
+		admin, err := kubernetes.NewForConfig(f.Cluster.RESTConfig())
+		if err != nil {
+			f.rbacErr = err
+			return
+		}
+		role, binding := fakes.FleetRBAC(fakes.FleetUser)
+		if _, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			f.rbacErr = fmt.Errorf("fleet RBAC: %w", err)
+			return
+		}
+		if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			f.rbacErr = fmt.Errorf("fleet RBAC: %w", err)
+		}
+	})
+	if f.rbacErr != nil {
+		return nil, f.rbacErr
+	}
+	rc, err := iss.UserRESTConfig(fakes.FleetUser)
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(rc)
+}
+
+// Provision implements scenarios.NodeBackend.
+func (f *Fake) Provision(ctx context.Context, req scenarios.ProvisionRequest) (scenarios.NodeSet, error) {
+	timing, err := fakes.TimingProfile(req.Timing)
+	if err != nil {
+		return nil, err
+	}
+	if req.PodLatency > 0 {
+		timing.PodStartLatency, timing.ActionLatency = req.PodLatency, req.PodLatency
+	}
+	client, err := f.fleetClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var nodeClient func(string) (kubernetes.Interface, error)
+	if iss, ok := f.Cluster.(cluster.CredentialIssuer); ok {
+		nodeClient = func(name string) (kubernetes.Interface, error) {
+			rc, err := iss.NodeRESTConfig(name)
+			if err != nil {
+				return nil, err
+			}
+			return kubernetes.NewForConfig(rc)
+		}
+	} else {
+		rc := f.Cluster.RESTConfig()
+		if rc.QPS < float32(10*len(req.Names)) {
+			rc = rest.CopyConfig(rc)
+			rc.QPS, rc.Burst = float32(10*len(req.Names)), 20*len(req.Names)
+		}
+		shared, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			return nil, err
+		}
+		nodeClient = func(string) (kubernetes.Interface, error) { return shared, nil }
+	}
+	fleet, err := fakes.NewFleet(fakes.FleetConfig{Names: req.Names, Timing: timing, Client: client, NodeClient: nodeClient, Labels: req.Labels})
+	if err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	ns := &fakeNodes{fleet: fleet, cancel: cancel, done: make(chan error, 1)}
+	go func() { ns.done <- fleet.Start(runCtx) }()
+	wait, stop := context.WithTimeout(ctx, 2*time.Minute)
+	defer stop()
+	if err := fleet.WaitRegistered(wait); err != nil {
+		_ = ns.Close()
+		return nil, err
+	}
+	return ns, nil
+}
+
+type fakeNodes struct {
+	fleet  *fakes.Fleet
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+	err    error
+}
+
+func (n *fakeNodes) kubelet(node string) (*fakes.Kubelet, error) {
+	k := n.fleet.Kubelet(node)
+	if k == nil {
+		return nil, fmt.Errorf("no simulated node %s", node)
+	}
+	return k, nil
+}
+
+// Reboot implements scenarios.NodeSet.
+func (n *fakeNodes) Reboot(ctx context.Context, node string, r scenarios.RebootRequest) (scenarios.RebootOutcome, error) {
+	k, err := n.kubelet(node)
+	if err != nil {
+		return scenarios.RebootOutcome{}, err
+	}
+	if r.Mode != "" && r.Mode != "reset" {
+		return scenarios.RebootOutcome{}, fmt.Errorf("simulated node %s: reboot mode %s: accepted: reset", node, r.Mode)
+	}
+	out := scenarios.RebootOutcome{OldBootID: k.Kernel().BootID()}
+	err = k.Reboot(ctx, fakes.RebootSpec{Downtime: r.Downtime, AfterRenewal: true,
+		Startup: fakes.Startup{NotReadyFor: r.NotReadyFor}, KernelVersion: r.KernelVersion})
+	out.NewBootID = k.Kernel().BootID()
+	return out, err
+}
+
+// RestartKubelet implements scenarios.KubeletRestarter.
+func (n *fakeNodes) RestartKubelet(ctx context.Context, node string, downtime time.Duration) error {
+	k, err := n.kubelet(node)
+	if err != nil {
+		return err
+	}
+	return k.RestartKubelet(ctx, downtime)
+}
+
+// NetworkBlip implements scenarios.NetworkBlipper.
+func (n *fakeNodes) NetworkBlip(ctx context.Context, node string, d time.Duration) error {
+	k, err := n.kubelet(node)
+	if err != nil {
+		return err
+	}
+	k.Pause()
+	defer k.Resume()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Close implements scenarios.NodeSet.
+func (n *fakeNodes) Close() error {
+	n.once.Do(func() {
+		n.cancel()
+		if err := <-n.done; err != nil && !errors.Is(err, context.Canceled) {
+			n.err = err
+		}
+	})
+	return n.err
+}
+
+var (
+	_ scenarios.NodeSet          = (*fakeNodes)(nil)
+	_ scenarios.KubeletRestarter = (*fakeNodes)(nil)
+	_ scenarios.NetworkBlipper   = (*fakeNodes)(nil)
+)

@@ -1,0 +1,102 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/bootproof/bootproof/kmm"
+)
+
+type kmmOptions struct {
+	o          kmm.Options
+	kubeconfig string
+	install    bool
+}
+
+func newKMMCommand(s Streams) *cobra.Command {
+	ko := kmmOptions{}
+	cmd := &cobra.Command{
+		Use:   "kmm",
+		Short: "Run the NodeModulesConfig reconciler (the subject) until SIGINT or SIGTERM",
+		Long: `Runs bootproof's NodeModulesConfig reconciler against a cluster: it loads
+the kernel modules of each node's NodeModulesConfig through worker pods and
+loads them again after every reboot. --detector bootid (the default) detects
+reboots by the node's boot ID; --detector legacy by the Ready condition's
+transition time, which misses fast reboots on purpose (the negative control).
+
+The cluster needs the NodeModulesConfig CRD and the reconciler's RBAC
+(--install applies both, with the kubeconfig's identity). Leader election is
+on by default.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runKMM(cmd, s, ko)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&ko.o.Detector, "detector", kmm.DefaultDetector, "reboot detection: bootid or legacy (the negative control that misses fast reboots)")
+	f.StringVar(&ko.o.RecordBootFrom, "record-boot-from", kmm.DefaultRecordBootFrom, "boot recorded for a finished load: worker (the worker's termination message, else the node's boot ID) or node (the node's boot ID at sync time: a known bug, kept as a control)")
+	f.StringSliceVar(&ko.o.WorkerNamespaces, "worker-namespace", nil, "namespaces worker pods run in (the modules' namespaces); repeat or separate with commas (default: all namespaces)")
+	f.BoolVar(&ko.o.LeaderElection, "leader-elect", true, "use leader election, so that only one instance reconciles")
+	f.StringVar(&ko.o.LeaderElectionNamespace, "leader-election-namespace", kmm.DefaultLeaderElectionNamespace, "namespace of the leader-election Lease")
+	f.StringVar(&ko.o.LeaderElectionID, "leader-election-id", kmm.DefaultLeaderElectionID, "name of the leader-election Lease")
+	f.StringVar(&ko.o.MetricsBindAddress, "metrics-bind-address", kmm.DefaultMetricsBindAddress, "address of the metrics endpoint; 0 turns it off")
+	f.StringVar(&ko.o.HealthProbeBindAddress, "health-probe-bind-address", "0", "address of /healthz and /readyz; 0 turns them off")
+	f.StringVar(&ko.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then the in-cluster config)")
+	f.BoolVar(&ko.install, "install", false, "apply the NodeModulesConfig CRD and the RBAC manifest before starting")
+	return cmd
+}
+
+func runKMM(cmd *cobra.Command, s Streams, ko kmmOptions) error {
+	ctx := cmd.Context()
+	o := ko.o.Default()
+	if err := o.Validate(); err != nil {
+		return withCode(ExitUsage, err)
+	}
+	cfg, err := loadKubeconfig(ko.kubeconfig)
+	if err != nil {
+		return withCode(ExitInfra, err)
+	}
+	log := logr.FromContextOrDiscard(ctx).WithName("kmm")
+	ctrllog.SetLogger(log)
+	o.Logger = log
+	if ko.install {
+		if err := kmm.Install(ctx, cfg, kmm.InstallOptions{WorkerNamespaces: o.WorkerNamespaces, LeaderElectionNamespace: o.LeaderElectionNamespace}); err != nil {
+			return withCode(ExitInfra, err)
+		}
+		fmt.Fprintln(s.Out, "installed the NodeModulesConfig CRD and the reconciler's RBAC")
+	}
+	fmt.Fprintf(s.Out, "kmm reconciler starting: detector %s, boot recorded from %s, leader election %v; Ctrl-C stops it\n",
+		o.Detector, o.RecordBootFrom, o.LeaderElection)
+	if err := kmm.Run(ctx, cfg, o); err != nil {
+		var oe *kmm.OptionsError
+		if errors.As(err, &oe) {
+			return withCode(ExitUsage, err)
+		}
+		return withCode(ExitInfra, err)
+	}
+	fmt.Fprintln(s.Out, "kmm reconciler stopped")
+	return nil
+}
+
+// loadKubeconfig reads path, or without one the default kubeconfig
+// locations and then the in-cluster config.
+func loadKubeconfig(path string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if path != "" {
+		rules.ExplicitPath = path
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		if path != "" {
+			return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
+		}
+		return nil, fmt.Errorf("no cluster configuration (give --kubeconfig, set $KUBECONFIG or run in a pod): %w", err)
+	}
+	return cfg, nil
+}

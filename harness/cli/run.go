@@ -1,0 +1,349 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/bootproof/bootproof/harness/backend"
+	"github.com/bootproof/bootproof/harness/cluster"
+	"github.com/bootproof/bootproof/harness/controlplane"
+	"github.com/bootproof/bootproof/harness/runner"
+	"github.com/bootproof/bootproof/harness/subject"
+	"github.com/bootproof/bootproof/reports"
+	"github.com/bootproof/bootproof/scenarios"
+)
+
+type runOptions struct {
+	cluster       string
+	nodes         string
+	subjects      []string
+	scenarios     []string
+	labels        []string
+	timing        string
+	grace         time.Duration
+	monitor       time.Duration
+	parallel      int
+	maxNodes      int
+	reportDir     string
+	kubeconfig    string
+	binDir        string
+	scenarioFiles []string
+}
+
+// Defaults of 'bootproof run' on the embedded cluster.
+const (
+	DefaultRunGrace   = 10 * time.Second
+	DefaultRunMonitor = time.Second
+)
+
+func newRunCommand(s Streams) *cobra.Command {
+	o := runOptions{}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run reboot scenarios against a subject and write reports",
+		Long: `Runs the scenario catalog (or the scenarios selected) against each subject on
+a cluster with simulated or VM nodes, judges every case from kernel ground
+truth and writes results.json, junit.xml, trace.json, index.html and
+summary.md. Exit code 0: every verdict passed; 1: a verdict failed; 2: a usage
+error, an invalid run or an infrastructure fault.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runRun(cmd.Context(), s, o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.cluster, "cluster", "embedded", "cluster: embedded (started here), kind, or kubeconfig (an existing cluster)")
+	f.StringVar(&o.nodes, "nodes", "fake", "node backend: fake (simulated nodes) or libvirt (VMs)")
+	f.StringArrayVar(&o.subjects, "subject", nil, "subject: bootid, legacy or external; give it more than once to run several (default bootid and legacy)")
+	f.StringArrayVar(&o.scenarios, "scenario", nil, "scenario name or glob (default: the whole catalog); more than once for several")
+	f.StringArrayVar(&o.scenarioFiles, "scenario-file", nil, "run a scenario from this YAML file as well (strictly decoded)")
+	f.StringArrayVar(&o.labels, "label", nil, "run only scenarios with this label (more than once: all of them)")
+	f.StringVar(&o.timing, "timing", "", "override every scenario's kubelet timing: fast or kubelet-defaults")
+	f.DurationVar(&o.grace, "grace-period", 0, "node-monitor-grace-period: set on the embedded cluster (default 10s), required with --cluster kubeconfig")
+	f.DurationVar(&o.monitor, "monitor-period", DefaultRunMonitor, "node-monitor-period of the embedded cluster")
+	f.IntVar(&o.parallel, "parallel", 2, "cases run at once")
+	f.IntVar(&o.maxNodes, "max-nodes", 0, "cap every scenario's node count (0: no cap)")
+	f.StringVar(&o.reportDir, "report-dir", "", "report directory (default reports/<timestamp>, with reports/latest pointing to it)")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig for --cluster kubeconfig (default $KUBECONFIG)")
+	f.StringVar(&o.binDir, "bin-dir", "", "control-plane binaries for the embedded cluster (default as for 'controlplane up')")
+	return cmd
+}
+
+func runRun(ctx context.Context, s Streams, o runOptions) error {
+	all, err := scenarios.Catalog()
+	if err != nil {
+		return withCode(ExitInfra, fmt.Errorf("embedded catalog: %w", err))
+	}
+	var selected []*scenarios.Scenario
+	if len(o.scenarios) > 0 || len(o.labels) > 0 || len(o.scenarioFiles) == 0 {
+		if selected, err = scenarios.Select(all, o.scenarios, o.labels); err != nil {
+			return withCode(ExitUsage, err)
+		}
+	}
+	for _, path := range o.scenarioFiles {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return withCode(ExitUsage, fmt.Errorf("--scenario-file: %w", err))
+		}
+		sc, err := scenarios.Decode(path, data)
+		if err != nil {
+			return withCode(ExitUsage, fmt.Errorf("--scenario-file: %w", err))
+		}
+		selected = append(selected, sc)
+	}
+	if len(selected) == 0 {
+		return withCode(ExitUsage, fmt.Errorf("--label %v selects no scenario; 'bootproof list' shows the labels", o.labels))
+	}
+	if o.timing != "" {
+		if o.timing != "fast" && o.timing != "kubelet-defaults" {
+			return withCode(ExitUsage, fmt.Errorf("invalid --timing %q: accepted: fast, kubelet-defaults", o.timing))
+		}
+		for i, sc := range selected {
+			c := *sc
+			c.Timing = o.timing
+			selected[i] = &c
+		}
+	}
+	if len(o.subjects) == 0 {
+		o.subjects = []string{subject.BootID, subject.Legacy}
+	}
+	for _, name := range o.subjects {
+		if !slices.Contains(subject.Names, name) {
+			return withCode(ExitUsage, fmt.Errorf("invalid --subject %q: accepted: %s", name, strings.Join(subject.Names, ", ")))
+		}
+	}
+	if o.parallel < 1 {
+		return withCode(ExitUsage, fmt.Errorf("invalid --parallel %d: accepted: 1 or more", o.parallel))
+	}
+	if o.nodes != "fake" && o.nodes != "libvirt" {
+		return withCode(ExitUsage, fmt.Errorf("invalid --nodes %q: accepted: fake, libvirt", o.nodes))
+	}
+	if o.nodes == "libvirt" {
+		return withCode(ExitInfra, errors.New("--nodes libvirt: this bootproof has no libvirt backend yet; use --nodes fake"))
+	}
+
+	var cl scenarios.Cluster
+	switch o.cluster {
+	case "embedded":
+		grace := o.grace
+		if grace == 0 {
+			grace = DefaultRunGrace
+		}
+		fmt.Fprintf(s.Err, "starting the embedded control plane (grace period %s, monitor period %s)\n", grace, o.monitor)
+		e, err := cluster.StartEmbedded(ctx, controlplane.Config{GracePeriod: grace, MonitorPeriod: o.monitor, BinDir: o.binDir})
+		if err != nil {
+			var ce *controlplane.ConfigError
+			if errors.As(err, &ce) {
+				return withCode(ExitUsage, err)
+			}
+			return withCode(ExitInfra, err)
+		}
+		defer e.Stop()
+		cl = e
+	case "kubeconfig":
+		k, err := cluster.NewKubeconfig(o.kubeconfig, o.grace)
+		if err != nil {
+			return withCode(ExitUsage, err)
+		}
+		cl = k
+	case "kind":
+		return withCode(ExitInfra, errors.New("--cluster kind: kind needs a container engine (docker or podman) reachable from here, and this bootproof has no kind provider yet; 'make test' and '--cluster embedded' run without one"))
+	default:
+		return withCode(ExitUsage, fmt.Errorf("invalid --cluster %q: accepted: embedded, kind, kubeconfig", o.cluster))
+	}
+	var subjects []scenarios.Subject
+	for _, name := range o.subjects {
+		subj, err := subject.New(name, cl)
+		if err != nil {
+			return withCode(ExitUsage, err)
+		}
+		subjects = append(subjects, subj)
+	}
+	dir, err := reportDir(o.reportDir)
+	if err != nil {
+		return withCode(ExitInfra, err)
+	}
+	prog := newProgress(s.Out)
+	start := time.Now()
+	prog.start()
+	res := runner.Run(ctx, runner.Config{Cluster: cl, Backend: &backend.Fake{Cluster: cl}, Subjects: subjects,
+		Scenarios: selected, Parallel: o.parallel, MaxNodes: o.maxNodes, Progress: prog})
+	prog.stop()
+	if err := reports.Write(dir, res, time.Now()); err != nil {
+		return withCode(ExitInfra, err)
+	}
+	if o.reportDir == "" {
+		latest := filepath.Join(filepath.Dir(dir), "latest")
+		_ = os.Remove(latest)
+		_ = os.Symlink(filepath.Base(dir), latest)
+	}
+	printSummary(s.Out, res)
+	n := reports.Count(res)
+	fmt.Fprintf(s.Out, "%d passed, %d failed, %d errors, %d skipped in %s\nreport: %s\n", n.Pass, n.Fail, n.Error, n.Skipped,
+		time.Since(start).Round(time.Second), filepath.Join(dir, reports.HTMLFile))
+	switch {
+	case ctx.Err() != nil:
+		return withCode(ExitInfra, fmt.Errorf("interrupted: %w", ctx.Err()))
+	case n.Error > 0:
+		return withCode(ExitInfra, fmt.Errorf("%d case(s) could not be judged (invalid run or infrastructure fault); see %s", n.Error, filepath.Join(dir, reports.SummaryFile)))
+	case n.Fail > 0:
+		return withCode(ExitFailed, fmt.Errorf("%d case(s) failed; see %s", n.Fail, filepath.Join(dir, reports.SummaryFile)))
+	}
+	return nil
+}
+
+func reportDir(flag string) (string, error) {
+	dir := flag
+	if dir == "" {
+		dir = filepath.Join("reports", time.Now().Format("20060102-150405"))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("--report-dir %s: %w", dir, err)
+	}
+	return filepath.Abs(dir)
+}
+
+func printSummary(w io.Writer, r scenarios.Results) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "VERDICT\tSUBJECT\tSCENARIO\tEXPECTED\tOBSERVED\tDURATION")
+	for _, c := range r.Cases {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1fs\n", c.Verdict, c.Subject, c.Scenario, c.Expected, c.Observed, float64(c.DurationMS)/1000)
+	}
+	tw.Flush()
+	for _, c := range r.Cases {
+		if c.Verdict == scenarios.Fail || c.Verdict == scenarios.Error {
+			fmt.Fprintf(w, "%s %s: %s\n", c.Verdict, reports.CaseName(c), c.Message)
+		}
+	}
+}
+
+// progress shows one line per case: running (with elapsed time) and then
+// its verdict. On a terminal the running lines are redrawn every second;
+// otherwise plain lines are printed as cases start and finish.
+type progress struct {
+	w       io.Writer
+	tty     bool
+	mu      sync.Mutex
+	running map[string]time.Time
+	drawn   int
+	quit    chan struct{}
+	done    chan struct{}
+}
+
+func newProgress(w io.Writer) *progress {
+	p := &progress{w: w, running: map[string]time.Time{}, quit: make(chan struct{}), done: make(chan struct{})}
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		p.tty = true
+	}
+	return p
+}
+
+func (p *progress) start() {
+	go func() {
+		defer close(p.done)
+		if !p.tty {
+			<-p.quit
+			return
+		}
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.quit:
+				return
+			case <-t.C:
+				p.mu.Lock()
+				p.redraw()
+				p.mu.Unlock()
+			}
+		}
+	}()
+}
+
+func (p *progress) stop() {
+	close(p.quit)
+	<-p.done
+	p.mu.Lock()
+	p.clear()
+	p.mu.Unlock()
+}
+
+func key(scenario, subj string) string { return "[" + subj + "] " + scenario }
+
+func (p *progress) Started(scenario, subj string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.running[key(scenario, subj)] = time.Now()
+	if !p.tty {
+		fmt.Fprintf(p.w, "running %s\n", key(scenario, subj))
+		return
+	}
+	p.redraw()
+}
+
+func (p *progress) Finished(r scenarios.CaseResult) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.running, key(r.Scenario, r.Subject))
+	p.clear()
+	fmt.Fprintf(p.w, "%-7s %s (%.1fs)\n", r.Verdict, key(r.Scenario, r.Subject), float64(r.DurationMS)/1000)
+	if p.tty {
+		p.redraw()
+	}
+}
+
+func (p *progress) clear() {
+	for ; p.drawn > 0; p.drawn-- {
+		fmt.Fprint(p.w, "\033[1A\033[2K")
+	}
+}
+
+func (p *progress) redraw() {
+	p.clear()
+	var names []string
+	for k := range p.running {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		fmt.Fprintf(p.w, "running %s (%s)\n", k, time.Since(p.running[k]).Round(time.Second))
+		p.drawn++
+	}
+}
+
+func newListCommand(s Streams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the scenario catalog: name, labels, nodes, expectations, description",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			all, err := scenarios.Catalog()
+			if err != nil {
+				return withCode(ExitInfra, err)
+			}
+			tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tLABELS\tNODES\tEXPECT\tDESCRIPTION")
+			for _, sc := range all {
+				var exp []string
+				for _, subj := range []string{"bootid", "legacy", "external"} {
+					if v, ok := sc.Expect[subj]; ok {
+						exp = append(exp, subj+"="+v)
+					}
+				}
+				desc := strings.Join(strings.Fields(sc.Description), " ")
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", sc.Name, strings.Join(sc.Labels, ","), sc.Nodes, strings.Join(exp, " "), desc)
+			}
+			return tw.Flush()
+		},
+	}
+}

@@ -1,0 +1,163 @@
+package subject
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/bootproof/bootproof/harness/cluster"
+	"github.com/bootproof/bootproof/kmm"
+	"github.com/bootproof/bootproof/scenarios"
+)
+
+// Names of the subjects.
+const (
+	BootID       = "bootid"
+	Legacy       = "legacy"
+	ExternalName = "external"
+)
+
+// Names lists the accepted subject names.
+var Names = []string{BootID, Legacy, ExternalName}
+
+// New returns the named subject for cluster c.
+func New(name string, c scenarios.Cluster) (scenarios.Subject, error) {
+	switch name {
+	case BootID, Legacy:
+		return &KMM{Detector: name, Cluster: c}, nil
+	case ExternalName:
+		return External{}, nil
+	}
+	return nil, fmt.Errorf("unknown subject %q: accepted: bootid, legacy, external", name)
+}
+
+// KMM is package kmm's reconciler run in-process for each case, scoped to
+// the case's nodes and namespace.
+type KMM struct {
+	// Detector is bootid or legacy.
+	Detector string
+	Cluster  scenarios.Cluster
+	// RecordBootFrom, when set, overrides which boot a load is recorded in.
+	RecordBootFrom string
+}
+
+// Name implements scenarios.Subject.
+func (k *KMM) Name() string { return k.Detector }
+
+// Prepare installs the CRD and the RBAC manifest for the case's namespace.
+func (k *KMM) Prepare(ctx context.Context, req scenarios.SubjectRequest) error {
+	if err := kmm.Install(ctx, k.Cluster.RESTConfig(), kmm.InstallOptions{WorkerNamespaces: []string{req.Namespace}, LeaderElectionNamespace: req.Namespace}); err != nil {
+		return fmt.Errorf("install kmm: %w", err)
+	}
+	return nil
+}
+
+// Start starts the reconciler for the case, as a member of kmm.RBACGroup
+// where the cluster issues identities.
+func (k *KMM) Start(ctx context.Context, req scenarios.SubjectRequest) (scenarios.SubjectInstance, error) {
+	admin := k.Cluster.RESTConfig()
+	rc := admin
+	if iss, ok := k.Cluster.(cluster.CredentialIssuer); ok {
+		var err error
+		// Exactly the RBAC manifest's permissions: a missing verb fails.
+		if rc, err = iss.UserRESTConfig("bootproof:kmm:"+req.Namespace, kmm.RBACGroup); err != nil {
+			return nil, err
+		}
+	}
+	log := logr.FromContextOrDiscard(ctx).WithName("kmm").V(2)
+	setCRLogger.Do(func() { ctrllog.SetLogger(log) })
+	in := &instance{rc: rc, log: log, opts: kmm.Options{
+		Detector: k.Detector, RecordBootFrom: k.RecordBootFrom, WorkerNamespaces: []string{req.Namespace},
+		Selector: req.Selector, LeaderElectionNamespace: req.Namespace,
+	}}
+	if err := in.start(); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// setCRLogger gives controller-runtime's global logger a sink once, so it
+// does not complain; each manager logs through its own Options.Logger.
+var setCRLogger sync.Once
+
+type instance struct {
+	rc   *rest.Config
+	log  logr.Logger
+	opts kmm.Options
+
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func (in *instance) start() error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.cancel != nil {
+		return errors.New("subject already running")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	o := in.opts
+	o.Logger = in.log
+	mgr, err := kmm.NewManager(ctx, in.rc, o)
+	if err != nil {
+		cancel()
+		return err
+	}
+	in.cancel, in.done = cancel, make(chan error, 1)
+	go func() { in.done <- mgr.Start(ctx) }()
+	return nil
+}
+
+// Pause stops the reconciler (its process is down).
+func (in *instance) Pause(context.Context) error {
+	in.mu.Lock()
+	cancel, done := in.cancel, in.done
+	in.cancel = nil
+	in.mu.Unlock()
+	if cancel == nil {
+		return errors.New("subject is not running")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		return fmt.Errorf("subject stopped with: %w", err)
+	}
+	return nil
+}
+
+// Resume starts the reconciler again.
+func (in *instance) Resume(context.Context) error { return in.start() }
+
+// Stop stops the reconciler if it runs.
+func (in *instance) Stop() error {
+	in.mu.Lock()
+	running := in.cancel != nil
+	in.mu.Unlock()
+	if !running {
+		return nil
+	}
+	return in.Pause(context.Background())
+}
+
+// External is an operator already running in the cluster (upstream KMM,
+// say): the harness only observes it. It must reconcile the
+// NodeModulesConfigs the harness creates and run its workers in the
+// case's namespace.
+type External struct{}
+
+// Name implements scenarios.Subject.
+func (External) Name() string { return ExternalName }
+
+// Start implements scenarios.Subject: nothing to start.
+func (External) Start(context.Context, scenarios.SubjectRequest) (scenarios.SubjectInstance, error) {
+	return nopInstance{}, nil
+}
+
+type nopInstance struct{}
+
+func (nopInstance) Stop() error { return nil }

@@ -1,0 +1,206 @@
+package kmm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bootproof/bootproof/kmm/config"
+)
+
+// RBACGroup is the group the RBAC manifest binds; the reconciler must run
+// as a member (or add a binding for its ServiceAccount).
+const RBACGroup = config.RBACGroup
+
+// fieldOwner is the server-side apply field manager of Install.
+const fieldOwner = "bootproof-kmm-install"
+
+// DefaultCRDTimeout bounds the wait for the CRD to be established.
+const DefaultCRDTimeout = time.Minute
+
+// InstallOptions say where the RBAC manifest grants permissions.
+type InstallOptions struct {
+	// WorkerNamespaces get the worker pod permissions; they must exist.
+	// Empty grants them cluster-wide. Use the same list as
+	// Options.WorkerNamespaces.
+	WorkerNamespaces []string
+	// LeaderElectionNamespace holds the leader-election Lease (default
+	// DefaultLeaderElectionNamespace); it must exist.
+	LeaderElectionNamespace string
+	// CRDTimeout bounds the wait for the CRD to be established (default
+	// DefaultCRDTimeout).
+	CRDTimeout time.Duration
+}
+
+// CRDObjects returns the embedded NodeModulesConfig CRD.
+func CRDObjects() ([]*unstructured.Unstructured, error) {
+	return decodeYAML(config.CRD(), "kmm/config/crd")
+}
+
+// RBACObjects renders the embedded RBAC manifest for the given worker and
+// leader-election namespaces: each document in the placeholder namespace
+// config.WorkerNamespace is repeated per worker namespace (and, with no
+// worker namespaces, becomes a ClusterRoleBinding), and
+// config.LeaderElectionNamespace is replaced.
+func RBACObjects(workerNamespaces []string, leaderElectionNamespace string) ([]*unstructured.Unstructured, error) {
+	if leaderElectionNamespace == "" {
+		leaderElectionNamespace = DefaultLeaderElectionNamespace
+	}
+	docs, err := decodeYAML(config.RBAC(), "kmm/config/rbac/rbac.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	seen := map[string]bool{}
+	add := func(u *unstructured.Unstructured) {
+		key := u.GetAPIVersion() + "/" + u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName()
+		if !seen[key] {
+			seen[key] = true
+			out = append(out, u)
+		}
+	}
+	for _, u := range docs {
+		switch u.GetNamespace() {
+		case config.LeaderElectionNamespace:
+			u.SetNamespace(leaderElectionNamespace)
+			add(u)
+		case config.WorkerNamespace:
+			if len(workerNamespaces) == 0 {
+				if u.GetKind() != "RoleBinding" {
+					return nil, fmt.Errorf("kmm/config/rbac/rbac.yaml: %s %s in %s: only RoleBindings may use the worker namespace placeholder", u.GetKind(), u.GetName(), config.WorkerNamespace)
+				}
+				crb := u.DeepCopy()
+				crb.SetKind("ClusterRoleBinding")
+				crb.SetNamespace("")
+				add(crb)
+				continue
+			}
+			for _, ns := range workerNamespaces {
+				c := u.DeepCopy()
+				c.SetNamespace(ns)
+				add(c)
+			}
+		default:
+			add(u)
+		}
+	}
+	for _, u := range out {
+		if strings.Contains(fmt.Sprint(u.Object), "BOOTPROOF_") {
+			return nil, fmt.Errorf("kmm/config/rbac/rbac.yaml: %s %s: placeholder left after rendering", u.GetKind(), u.GetName())
+		}
+	}
+	return out, nil
+}
+
+// Install applies the NodeModulesConfig CRD, waits until it is
+// established, and applies the RBAC manifest rendered for o, all with
+// server-side apply. cfg needs the rights to do that (cluster-admin).
+func Install(ctx context.Context, cfg *rest.Config, o InstallOptions) error {
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return fmt.Errorf("install kmm: create client: %w", err)
+	}
+	crds, err := CRDObjects()
+	if err != nil {
+		return err
+	}
+	if err := apply(ctx, c, crds); err != nil {
+		return err
+	}
+	timeout := o.CRDTimeout
+	if timeout == 0 {
+		timeout = DefaultCRDTimeout
+	}
+	for _, crd := range crds {
+		if err := waitEstablished(ctx, c, crd.GetName(), timeout); err != nil {
+			return err
+		}
+	}
+	rbac, err := RBACObjects(o.WorkerNamespaces, o.LeaderElectionNamespace)
+	if err != nil {
+		return err
+	}
+	return apply(ctx, c, rbac)
+}
+
+func apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) error {
+	for _, u := range objs {
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
+			where := u.GetName()
+			if ns := u.GetNamespace(); ns != "" {
+				where = ns + "/" + where
+			}
+			return fmt.Errorf("install kmm: apply %s %s: %w", u.GetKind(), where, err)
+		}
+	}
+	return nil
+}
+
+func waitEstablished(ctx context.Context, c client.Client, name string, timeout time.Duration) error {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, u); err != nil {
+			if apierrors.IsNotFound(err) {
+				last = "not found"
+				return false, nil
+			}
+			return false, err
+		}
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, c := range conds {
+			m, _ := c.(map[string]any)
+			if m["type"] == "Established" {
+				last = fmt.Sprintf("Established=%v (%v)", m["status"], m["message"])
+				if m["status"] == "True" {
+					return true, nil
+				}
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("install kmm: CRD %s not established within %s (last: %s): %w", name, timeout, last, err)
+	}
+	return nil
+}
+
+func decodeYAML(data []byte, source string) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []*unstructured.Unstructured
+	for i := 0; ; i++ {
+		obj := map[string]any{}
+		if err := dec.Decode(&obj); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, fmt.Errorf("%s: document %d: %w", source, i+1, err)
+		}
+		if len(obj) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: obj}
+		if u.GetKind() == "" || u.GetName() == "" {
+			return nil, fmt.Errorf("%s: document %d has no kind or name", source, i+1)
+		}
+		out = append(out, u)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no documents", source)
+	}
+	return slices.Clip(out), nil
+}

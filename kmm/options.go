@@ -1,0 +1,136 @@
+package kmm
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/clock"
+
+	"github.com/bootproof/bootproof/kmm/controller"
+	"github.com/bootproof/bootproof/kmm/detect"
+)
+
+// Defaults.
+const (
+	DefaultDetector                = detect.BootID
+	DefaultRecordBootFrom          = string(controller.BootFromWorker)
+	DefaultLeaderElectionNamespace = "default"
+	DefaultLeaderElectionID        = "bootproof-kmm"
+	// DefaultMetricsBindAddress "0" turns the metrics endpoint off.
+	DefaultMetricsBindAddress = "0"
+)
+
+// Options configure the reconciler's manager. The zero value is usable:
+// Default fills every unset field. Each field names the flag of 'bootproof
+// kmm' that sets it.
+type Options struct {
+	// Detector is the reboot detection strategy (--detector): "bootid"
+	// (default) or "legacy", the negative control that misses fast reboots.
+	Detector string
+	// RecordBootFrom says which boot a finished load is recorded in
+	// (--record-boot-from): "worker" (default) takes it from the worker's
+	// termination message, falling back to the node's current boot ID;
+	// "node" always takes the node's boot ID when the result is synced,
+	// which is the bug DESIGN.md section 1 describes, kept to show it.
+	RecordBootFrom string
+	// WorkerNamespaces restricts the pod cache to these namespaces
+	// (--worker-namespace). Empty means all namespaces, which needs the
+	// worker pod permissions cluster-wide.
+	WorkerNamespaces []string
+	// Selector, when set, restricts the reconciler to the Nodes and
+	// NodeModulesConfigs carrying these labels (--selector), so several
+	// reconcilers can share a cluster, one per set of nodes.
+	Selector map[string]string
+	// LeaderElection turns leader election on (--leader-elect); 'bootproof
+	// kmm' turns it on by default, in-process use leaves it off.
+	LeaderElection bool
+	// LeaderElectionNamespace holds the leader-election Lease
+	// (--leader-election-namespace).
+	LeaderElectionNamespace string
+	// LeaderElectionID is the Lease name (--leader-election-id).
+	LeaderElectionID string
+	// MetricsBindAddress serves Prometheus metrics (--metrics-bind-address);
+	// "0" turns them off.
+	MetricsBindAddress string
+	// HealthProbeBindAddress serves /healthz and /readyz
+	// (--health-probe-bind-address); empty or "0" turns them off.
+	HealthProbeBindAddress string
+	// Logger receives the manager's and the reconciler's logs.
+	Logger logr.Logger
+	// Clock stamps lastTransitionTime when a worker reports no finish time.
+	Clock clock.PassiveClock
+}
+
+// OptionsError is an option value that was not accepted. Flag is the
+// 'bootproof kmm' flag that sets the field.
+type OptionsError struct {
+	Field    string
+	Flag     string
+	Value    string
+	Accepted string
+}
+
+func (e *OptionsError) Error() string {
+	return fmt.Sprintf("invalid %s %q (%s): accepted: %s", e.Flag, e.Value, e.Field, e.Accepted)
+}
+
+// Default returns a copy of o with every unset field filled in.
+func (o Options) Default() Options {
+	if o.Detector == "" {
+		o.Detector = DefaultDetector
+	}
+	if o.RecordBootFrom == "" {
+		o.RecordBootFrom = DefaultRecordBootFrom
+	}
+	if o.LeaderElectionNamespace == "" {
+		o.LeaderElectionNamespace = DefaultLeaderElectionNamespace
+	}
+	if o.LeaderElectionID == "" {
+		o.LeaderElectionID = DefaultLeaderElectionID
+	}
+	if o.MetricsBindAddress == "" {
+		o.MetricsBindAddress = DefaultMetricsBindAddress
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	o.WorkerNamespaces = slices.Clone(o.WorkerNamespaces)
+	return o
+}
+
+// Validate reports the first value that cannot work. Call it on a
+// defaulted Options.
+func (o Options) Validate() error {
+	if !detect.Known(o.Detector) {
+		return &OptionsError{Field: "Detector", Flag: "--detector", Value: o.Detector,
+			Accepted: strings.Join(detect.Names, ", ") + " (bootid compares boot IDs; legacy is the negative control that misses fast reboots)"}
+	}
+	if !slices.Contains(controller.BootSources, controller.BootSource(o.RecordBootFrom)) {
+		names := make([]string, len(controller.BootSources))
+		for i, s := range controller.BootSources {
+			names[i] = string(s)
+		}
+		return &OptionsError{Field: "RecordBootFrom", Flag: "--record-boot-from", Value: o.RecordBootFrom,
+			Accepted: strings.Join(names, ", ") + " (worker reads the worker's termination message; node is the recording bug kept as a control)"}
+	}
+	for _, ns := range o.WorkerNamespaces {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return &OptionsError{Field: "WorkerNamespaces", Flag: "--worker-namespace", Value: ns,
+				Accepted: "namespace names (DNS-1123 labels): " + strings.Join(errs, "; ")}
+		}
+	}
+	if o.LeaderElection {
+		if errs := validation.IsDNS1123Label(o.LeaderElectionNamespace); len(errs) > 0 {
+			return &OptionsError{Field: "LeaderElectionNamespace", Flag: "--leader-election-namespace", Value: o.LeaderElectionNamespace,
+				Accepted: "a namespace name (DNS-1123 label)"}
+		}
+		if errs := validation.IsDNS1123Subdomain(o.LeaderElectionID); len(errs) > 0 {
+			return &OptionsError{Field: "LeaderElectionID", Flag: "--leader-election-id", Value: o.LeaderElectionID,
+				Accepted: "a Lease name (DNS-1123 subdomain)"}
+		}
+	}
+	return nil
+}

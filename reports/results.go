@@ -1,0 +1,93 @@
+package reports
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/bootproof/bootproof/scenarios"
+)
+
+// Files written by Write.
+const (
+	ResultsFile = "results.json"
+	TraceFile   = "trace.json"
+	JUnitFile   = "junit.xml"
+	HTMLFile    = "index.html"
+	SummaryFile = "summary.md"
+)
+
+// CaseName is the JUnit and HTML name of a case:
+// "[<subject>] <scenario> (<nodes>, <cluster>)".
+func CaseName(c scenarios.CaseResult) string {
+	return fmt.Sprintf("[%s] %s (%s, %s)", c.Subject, c.Scenario, c.Nodes, c.Cluster)
+}
+
+// Write writes every report of a run into dir: results.json, trace.json,
+// junit.xml, index.html and summary.md. When $GITHUB_STEP_SUMMARY is set
+// the summary is appended there too.
+func Write(dir string, r scenarios.Results, generated time.Time) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("report directory %s: %w", dir, err)
+	}
+	if err := writeJSON(filepath.Join(dir, ResultsFile), r); err != nil {
+		return err
+	}
+	var traces []scenarios.CaseTrace
+	for _, c := range r.Cases {
+		traces = append(traces, scenarios.CaseTrace{Case: CaseName(c), Events: c.Trace})
+	}
+	if err := writeJSON(filepath.Join(dir, TraceFile), traces); err != nil {
+		return err
+	}
+	if err := WriteJUnit(filepath.Join(dir, JUnitFile), "bootproof", r, generated); err != nil {
+		return err
+	}
+	if err := WriteHTML(filepath.Join(dir, HTMLFile), r, generated); err != nil {
+		return err
+	}
+	md := Summary(r)
+	if err := os.WriteFile(filepath.Join(dir, SummaryFile), []byte(md), 0o644); err != nil {
+		return fmt.Errorf("write summary: %w", err)
+	}
+	if p := os.Getenv("GITHUB_STEP_SUMMARY"); p != "" {
+		f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return fmt.Errorf("$GITHUB_STEP_SUMMARY: %w", err)
+		}
+		_, err = f.WriteString(md)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("$GITHUB_STEP_SUMMARY: %w", err)
+		}
+	}
+	return nil
+}
+
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", path, err)
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// ReadResults reads a results.json.
+func ReadResults(path string) (scenarios.Results, error) {
+	var r scenarios.Results
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return r, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}

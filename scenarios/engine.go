@@ -1,0 +1,919 @@
+package scenarios
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+)
+
+// Engine runs scenarios against a cluster, a node backend and a subject.
+type Engine struct {
+	Cluster   Cluster
+	Backend   NodeBackend
+	ReadTruth TruthReader
+	// MaxNodes caps a scenario's node count (0: no cap), e.g. to run
+	// reboot-storm smaller in tests.
+	MaxNodes int
+	// SetupTimeout bounds provisioning: nodes Ready and publishing truth.
+	SetupTimeout time.Duration
+	// SettleTimeout bounds the final wait for the subject's status to
+	// match ground truth; default 30s.
+	SettleTimeout time.Duration
+}
+
+// Assertion names.
+const (
+	AssertPrecondition = "precondition"
+	AssertReload       = "reload"
+	AssertNoExtraWork  = "no-extra-work"
+	AssertConsistency  = "consistency"
+)
+
+// skipError marks a case the backend or subject cannot run.
+type skipError struct{ reason string }
+
+func (e *skipError) Error() string { return e.reason }
+
+// infraError marks a fault of the infrastructure (not of the subject).
+type infraError struct{ err error }
+
+func (e *infraError) Error() string { return e.err.Error() }
+func (e *infraError) Unwrap() error { return e.err }
+
+func infra(format string, args ...any) error { return &infraError{fmt.Errorf(format, args...)} }
+
+// errAborted stops a timeline after an assertion failed.
+var errAborted = errors.New("timeline aborted after a failed assertion")
+
+// disruption is a reboot, kubelet restart or network blip of one node.
+type disruption struct {
+	kind      string
+	node      string
+	start     time.Time
+	end       time.Time
+	downtime  time.Duration
+	outcome   RebootOutcome
+	completed bool
+}
+
+type caseRun struct {
+	e       *Engine
+	s       *Scenario
+	subj    Subject
+	log     logr.Logger
+	id      string
+	ns      string
+	names   []string
+	grace   time.Duration
+	cs      kubernetes.Interface
+	dyn     dynamic.Interface
+	obs     *Observer
+	nodes   NodeSet
+	inst    SubjectInstance
+	start   time.Time
+	baseAt  time.Time // every node Ready and publishing: precondition window opens
+	results []AssertionResult
+
+	mu        sync.Mutex
+	spec      map[string][]Module // the NMC spec the engine wrote, per node
+	kernel    map[string]string   // kernel version per node for the NMC spec
+	inflight  map[string]*sync.WaitGroup
+	disrupted []*disruption
+	bgErr     error
+}
+
+// Run runs one scenario with one subject and returns its result; it never
+// panics on a subject's failure and always tears the case down.
+func (e *Engine) Run(ctx context.Context, s *Scenario, subj Subject) CaseResult {
+	start := time.Now()
+	grace := e.Cluster.GracePeriod()
+	res := CaseResult{Scenario: s.Name, Description: strings.TrimSpace(s.Description), Labels: s.Labels,
+		Subject: subj.Name(), Cluster: e.Cluster.Name(), Nodes: e.Backend.Name(), GracePeriodMS: grace.Milliseconds()}
+	exp, ok := s.Expect[subj.Name()]
+	if !ok && subj.Name() == "external" {
+		exp, ok = Pass, true
+	}
+	res.Expected = exp
+	if !ok {
+		res.Verdict, res.Observed = Skipped, Skipped
+		res.Message = fmt.Sprintf("scenario %s states no expectation for subject %s", s.Name, subj.Name())
+		return res
+	}
+	n := s.Nodes
+	if e.MaxNodes > 0 && n > e.MaxNodes {
+		n = e.MaxNodes
+	}
+	res.NodeCount = n
+	c := &caseRun{e: e, s: s, subj: subj, grace: grace, start: start, id: newID(),
+		log:  logr.FromContextOrDiscard(ctx).WithValues("scenario", s.Name, "subject", subj.Name()),
+		spec: map[string][]Module{}, kernel: map[string]string{}, inflight: map[string]*sync.WaitGroup{}}
+	c.ns = "bp-" + c.id
+	for i := range n {
+		name := fmt.Sprintf("bp-%s-n%d", c.id, i)
+		c.names = append(c.names, name)
+		c.inflight[name] = &sync.WaitGroup{}
+	}
+	c.log = c.log.WithValues("case", c.id)
+	err := c.run(ctx)
+	res.Assertions = c.results
+	if c.obs != nil {
+		res.Trace = c.obs.Trace()
+		res.Reboots = c.rebootMetrics()
+	}
+	var skip *skipError
+	switch {
+	case errors.As(err, &skip):
+		res.Observed, res.Verdict, res.Message = Skipped, Skipped, skip.reason
+	case err != nil && !errors.Is(err, errAborted):
+		res.Observed, res.Verdict = Error, Error
+		res.Message = "infrastructure fault: " + err.Error()
+	default:
+		res.Observed = Pass
+		for _, a := range c.results {
+			if !a.OK && a.Name == AssertPrecondition {
+				res.Observed = Error
+				res.Message = "invalid run: " + a.Message
+				break
+			}
+			if !a.OK && res.Observed == Pass {
+				res.Observed = Fail
+				res.Message = a.Name + ": " + a.Message
+			}
+		}
+		switch {
+		case res.Observed == Error:
+			res.Verdict = Error
+		case res.Observed == res.Expected:
+			res.Verdict = Pass
+			if res.Observed == Fail {
+				res.Message = "failed as expected (" + res.Message + ")"
+			}
+		case res.Expected == Fail:
+			res.Verdict = Fail
+			res.Message = fmt.Sprintf("the harness did not catch the bug: the %s subject was expected to fail %s but passed every assertion; the harness is broken", subj.Name(), s.Name)
+		default:
+			res.Verdict = Fail
+		}
+	}
+	res.DurationMS = time.Since(start).Milliseconds()
+	return res
+}
+
+func newID() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func (c *caseRun) assert(name string, ok bool, msg string) {
+	c.results = append(c.results, AssertionResult{Name: name, OK: ok, Message: msg})
+}
+
+func (c *caseRun) selector() map[string]string { return map[string]string{CaseLabel: c.id} }
+
+func (c *caseRun) run(ctx context.Context) (retErr error) {
+	rc := c.e.Cluster.RESTConfig()
+	var err error
+	if c.cs, err = kubernetes.NewForConfig(rc); err != nil {
+		return infra("client: %w", err)
+	}
+	if c.dyn, err = dynamic.NewForConfig(rc); err != nil {
+		return infra("client: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer func() {
+		if err := c.teardown(); err != nil && retErr == nil {
+			c.log.Error(err, "teardown")
+		}
+	}()
+
+	if _, err := c.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.ns, Labels: c.selector()}}, metav1.CreateOptions{}); err != nil {
+		return infra("create namespace %s: %w", c.ns, err)
+	}
+	req := SubjectRequest{Selector: c.selector(), Namespace: c.ns}
+	if p, ok := c.subj.(Preparer); ok {
+		if err := p.Prepare(ctx, req); err != nil {
+			return infra("prepare subject %s: %w", c.subj.Name(), err)
+		}
+	}
+	readTruth := c.e.ReadTruth
+	if readTruth == nil {
+		return infra("engine has no ground-truth reader")
+	}
+	c.obs = newObserver(c.start, c.names, readTruth)
+	obsCtx, stopObs := context.WithCancel(ctx)
+	defer func() {
+		stopObs()
+		c.obs.shutdown()
+	}()
+	if err := c.obs.run(obsCtx, c.cs, c.dyn, c.selector(), c.ns); err != nil {
+		return infra("%w", err)
+	}
+
+	// Capabilities the timeline needs, checked before anything runs.
+	if err := c.checkCapabilities(); err != nil {
+		return err
+	}
+
+	c.nodes, err = c.e.Backend.Provision(ctx, ProvisionRequest{Names: c.names, Labels: c.selector(), Timing: c.s.Timing,
+		PodLatency: c.s.PodLatency.Resolve(c.grace)})
+	if err != nil {
+		return infra("provision %d %s nodes: %w", len(c.names), c.e.Backend.Name(), err)
+	}
+	setup := c.e.SetupTimeout
+	if setup == 0 {
+		setup = 3 * time.Minute
+	}
+	if err := c.waitFor(ctx, setup, func() error {
+		for _, n := range c.names {
+			sn := c.obs.Snapshot(n)
+			if sn.Ready != string(corev1.ConditionTrue) || sn.TruthBoot == "" || sn.TruthBoot != sn.BootID {
+				return fmt.Errorf("node %s not ready: %s", n, sn)
+			}
+		}
+		return nil
+	}); err != nil {
+		return infra("nodes did not come up: %w", err)
+	}
+	c.baseAt = time.Now()
+	for _, n := range c.names {
+		c.spec[n] = slices.Clone(c.s.Modules)
+		c.kernel[n] = c.obs.Snapshot(n).KernelVersion
+		if err := c.writeNMC(ctx, n, true); err != nil {
+			return infra("%w", err)
+		}
+	}
+	c.obs.Action("", "NodeModulesConfigs created")
+	if c.inst, err = c.subj.Start(ctx, req); err != nil {
+		return infra("start subject %s: %w", c.subj.Name(), err)
+	}
+	c.obs.Action("", "subject "+c.subj.Name()+" started")
+
+	aborted := false
+	for i, a := range c.s.Actions {
+		if err := c.do(ctx, a); err != nil {
+			if errors.Is(err, errAborted) {
+				aborted = true
+				c.obs.Action("", fmt.Sprintf("timeline aborted at actions[%d] %s", i, a.Kind))
+				break
+			}
+			return fmt.Errorf("actions[%d] %s (line %d): %w", i, a.Kind, a.Line, err)
+		}
+	}
+	c.waitInflight(c.names)
+	if err := c.backgroundErr(); err != nil {
+		return err
+	}
+	if !aborted {
+		// Every module expected on a node is loaded in its current boot.
+		if err := c.waitReloaded(ctx, c.names, c.s.Deadline.Resolve(c.grace)); err != nil && !errors.Is(err, errAborted) {
+			return err
+		}
+	}
+	c.checkPrecondition()
+	c.checkExtraWork()
+	c.checkConsistency(ctx, !c.failed())
+	return nil
+}
+
+func (c *caseRun) backgroundErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bgErr
+}
+
+func (c *caseRun) failed() bool {
+	for _, r := range c.results {
+		if !r.OK {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *caseRun) checkCapabilities() error {
+	for _, a := range c.s.Actions {
+		switch a.Kind {
+		case ActRestartKubelet, ActNetworkBlip:
+			// Checked on the NodeSet once provisioned; the backend's
+			// NodeSet type answers for every case alike.
+		case ActPauseSubject, ActRestartSubject:
+			if c.subj.Name() == "external" {
+				return &skipError{fmt.Sprintf("subject %s cannot be paused or restarted by the harness (%s)", c.subj.Name(), a.Kind)}
+			}
+		}
+	}
+	return nil
+}
+
+// waitFor polls check on every observation until it passes or timeout.
+func (c *caseRun) waitFor(ctx context.Context, timeout time.Duration, check func() error) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		changed := c.obs.Changed()
+		err := check()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
+		case <-deadline.C:
+			return fmt.Errorf("not within %s: %w", timeout, err)
+		case <-changed:
+		case <-tick.C:
+		}
+	}
+}
+
+func (c *caseRun) targets(t Target) []string {
+	var out []string
+	for _, i := range t.Nodes(len(c.names)) {
+		if i < len(c.names) {
+			out = append(out, c.names[i])
+		}
+	}
+	return out
+}
+
+func (c *caseRun) waitInflight(nodes []string) {
+	for _, n := range nodes {
+		c.inflight[n].Wait()
+	}
+}
+
+func (c *caseRun) do(ctx context.Context, a Action) error {
+	g := c.grace
+	switch a.Kind {
+	case ActReboot:
+		mode := a.Mode
+		if mode == "" {
+			mode = "reset"
+		}
+		if mode != "reset" {
+			rm, ok := c.nodes.(RebootModes)
+			if !ok || !slices.Contains(rm.RebootModes(), mode) {
+				return &skipError{fmt.Sprintf("backend %s cannot reboot in mode %s", c.e.Backend.Name(), mode)}
+			}
+		}
+		req := RebootRequest{Mode: mode, Downtime: a.Downtime.Resolve(g), NotReadyFor: a.Startup.NotReadyFor.Resolve(g), KernelVersion: a.KernelVersion}
+		return c.spread(ctx, a, "reboot", req.Downtime, func(ctx context.Context, node string, d *disruption) error {
+			out, err := c.nodes.Reboot(ctx, node, req)
+			c.mu.Lock()
+			d.outcome = out
+			c.mu.Unlock()
+			return err
+		})
+	case ActRestartKubelet:
+		kr, ok := c.nodes.(KubeletRestarter)
+		if !ok {
+			return &skipError{fmt.Sprintf("backend %s cannot restart a kubelet without a reboot", c.e.Backend.Name())}
+		}
+		d := a.Downtime.Resolve(g)
+		a.Wait = true
+		return c.spread(ctx, a, "restart-kubelet", d, func(ctx context.Context, node string, _ *disruption) error {
+			return kr.RestartKubelet(ctx, node, d)
+		})
+	case ActNetworkBlip:
+		nb, ok := c.nodes.(NetworkBlipper)
+		if !ok {
+			return &skipError{fmt.Sprintf("backend %s cannot cut a node off the network", c.e.Backend.Name())}
+		}
+		d := a.Duration.Resolve(g)
+		a.Wait = true
+		return c.spread(ctx, a, "network-blip", d, func(ctx context.Context, node string, _ *disruption) error {
+			return nb.NetworkBlip(ctx, node, d)
+		})
+	case ActPauseSubject, ActResumeSubject, ActRestartSubject:
+		p, ok := c.inst.(Pauser)
+		if !ok {
+			return &skipError{fmt.Sprintf("subject %s cannot be paused", c.subj.Name())}
+		}
+		c.obs.Action("", a.Kind)
+		switch a.Kind {
+		case ActPauseSubject:
+			return wrapInfra(p.Pause(ctx))
+		case ActResumeSubject:
+			return wrapInfra(p.Resume(ctx))
+		default:
+			if err := p.Pause(ctx); err != nil {
+				return infra("%w", err)
+			}
+			if !sleepCtx(ctx, a.Downtime.Resolve(g)) {
+				return ctx.Err()
+			}
+			return wrapInfra(p.Resume(ctx))
+		}
+	case ActWaitReloaded:
+		timeout := c.s.Deadline.Resolve(g)
+		if a.Timeout.Set {
+			timeout = a.Timeout.Resolve(g)
+		}
+		return c.waitReloaded(ctx, c.targets(a.On), timeout)
+	case ActWaitWorker:
+		return c.waitWorker(ctx, a)
+	case ActRemoveModule, ActAddModule:
+		for _, n := range c.targets(a.On) {
+			c.mu.Lock()
+			if a.Kind == ActRemoveModule {
+				c.spec[n] = slices.DeleteFunc(c.spec[n], func(m Module) bool { return m.Name == a.Module })
+			} else {
+				mn := a.ModuleName
+				if mn == "" {
+					mn = strings.ReplaceAll(a.Module, "-", "_")
+				}
+				c.spec[n] = append(c.spec[n], Module{Name: a.Module, ModuleName: mn, LoadingOrder: a.LoadingOrder})
+			}
+			c.mu.Unlock()
+			c.obs.Action(n, a.Kind+" "+a.Module)
+			if err := c.writeNMC(ctx, n, false); err != nil {
+				return infra("%w", err)
+			}
+		}
+		return nil
+	case ActUpdateKernel:
+		nodes := c.targets(a.On)
+		c.waitInflight(nodes)
+		for _, n := range nodes {
+			kv := c.obs.Snapshot(n).KernelVersion
+			c.mu.Lock()
+			c.kernel[n] = kv
+			c.mu.Unlock()
+			c.obs.Action(n, "NMC kernelVersion -> "+kv)
+			if err := c.writeNMC(ctx, n, false); err != nil {
+				return infra("%w", err)
+			}
+		}
+		return nil
+	case ActSleep:
+		if !sleepCtx(ctx, a.Duration.Resolve(g)) {
+			return ctx.Err()
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown action %q", a.Kind)
+}
+
+func wrapInfra(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &infraError{err}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// spread runs f on every targeted node, staggered, in the background;
+// with a.Wait it waits for all of them.
+func (c *caseRun) spread(ctx context.Context, a Action, kind string, downtime time.Duration,
+	f func(ctx context.Context, node string, d *disruption) error) error {
+	nodes := c.targets(a.On)
+	c.waitInflight(nodes)
+	stagger := a.Stagger.Resolve(c.grace)
+	var wg sync.WaitGroup
+	errs := make([]error, len(nodes))
+	for i, n := range nodes {
+		d := &disruption{kind: kind, node: n, downtime: downtime}
+		c.mu.Lock()
+		c.disrupted = append(c.disrupted, d)
+		c.mu.Unlock()
+		c.inflight[n].Add(1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.inflight[n].Done()
+			if !sleepCtx(ctx, time.Duration(i)*stagger) {
+				errs[i] = ctx.Err()
+				return
+			}
+			c.obs.Action(n, fmt.Sprintf("%s (downtime %s)", kind, downtime))
+			c.mu.Lock()
+			d.start = time.Now()
+			c.mu.Unlock()
+			err := f(ctx, n, d)
+			c.mu.Lock()
+			d.end = time.Now()
+			d.completed = err == nil
+			c.mu.Unlock()
+			if err != nil {
+				errs[i] = fmt.Errorf("%s node %s: %w", kind, n, err)
+				c.mu.Lock()
+				if c.bgErr == nil {
+					c.bgErr = infra("%w", errs[i])
+				}
+				c.mu.Unlock()
+				return
+			}
+			c.obs.Action(n, kind+" done")
+		}()
+	}
+	if !a.Wait {
+		return nil
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return infra("%w", err)
+	}
+	return nil
+}
+
+// writeNMC creates or updates node's NodeModulesConfig spec from c.spec.
+func (c *caseRun) writeNMC(ctx context.Context, node string, create bool) error {
+	c.mu.Lock()
+	var mods []any
+	for _, m := range c.spec[node] {
+		mp := map[string]any{"moduleName": m.ModuleName}
+		if len(m.LoadingOrder) > 0 {
+			order := make([]any, len(m.LoadingOrder))
+			for i, o := range m.LoadingOrder {
+				order[i] = o
+			}
+			mp["modulesLoadingOrder"] = order
+		}
+		kv := c.kernel[node]
+		mods = append(mods, map[string]any{
+			"name": m.Name, "namespace": c.ns, "serviceAccountName": "default",
+			"config": map[string]any{
+				"kernelVersion":   kv,
+				"containerImage":  "example.invalid/bootproof/" + m.Name + ":" + kv,
+				"imagePullPolicy": "IfNotPresent",
+				"modprobe":        mp,
+			},
+		})
+	}
+	c.mu.Unlock()
+	if mods == nil {
+		mods = []any{}
+	}
+	res := c.dyn.Resource(NMCResource)
+	if create {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": NMCResource.Group + "/" + NMCResource.Version, "kind": "NodeModulesConfig",
+			"metadata": map[string]any{"name": node, "labels": map[string]any{CaseLabel: c.id}},
+			"spec":     map[string]any{"modules": mods},
+		}}
+		if _, err := res.Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create NodeModulesConfig %s: %w", node, err)
+		}
+		return nil
+	}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		u, err := res.Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedSlice(u.Object, mods, "spec", "modules"); err != nil {
+			return err
+		}
+		_, err = res.Update(ctx, u, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// waitReloaded waits until every module in each node's spec is loaded in
+// the node's current boot, judged from ground truth.
+func (c *caseRun) waitReloaded(ctx context.Context, nodes []string, timeout time.Duration) error {
+	c.waitInflight(nodes)
+	if err := c.backgroundErr(); err != nil {
+		return err
+	}
+	var missing []string
+	err := c.waitFor(ctx, timeout, func() error {
+		missing = missing[:0]
+		for _, n := range nodes {
+			sn := c.obs.Snapshot(n)
+			want := c.currentBoot(n, sn)
+			c.mu.Lock()
+			mods := slices.Clone(c.spec[n])
+			c.mu.Unlock()
+			for _, m := range mods {
+				if sn.TruthBoot != want || sn.BootID != want || !slices.Contains(sn.TruthModules, m.ModuleName) {
+					missing = append(missing, fmt.Sprintf("module %s not loaded in boot %s of node %s (last state: %s)", m.ModuleName, short(want), n, sn))
+				}
+			}
+		}
+		if len(missing) > 0 {
+			return errors.New(missing[0])
+		}
+		return nil
+	})
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	msg := fmt.Sprintf("%d module(s) not reloaded within %s: %s", len(missing), timeout, strings.Join(missing, "; "))
+	c.assert(AssertReload, false, msg)
+	return errAborted
+}
+
+// currentBoot is the boot a node is known to be in: the last reboot's new
+// boot, else what the API shows.
+func (c *caseRun) currentBoot(node string, sn NodeSnapshot) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := len(c.disrupted) - 1; i >= 0; i-- {
+		d := c.disrupted[i]
+		if d.node == node && d.kind == "reboot" && d.completed {
+			return d.outcome.NewBootID
+		}
+	}
+	return sn.BootID
+}
+
+func (c *caseRun) waitWorker(ctx context.Context, a Action) error {
+	nodes := c.targets(a.On)
+	timeout := c.s.Deadline.Resolve(c.grace)
+	if a.Timeout.Set {
+		timeout = a.Timeout.Resolve(c.grace)
+	}
+	err := c.waitFor(ctx, timeout, func() error {
+		for _, n := range nodes {
+			if !c.obs.hasWorker(n, a.Module, a.WorkerAction, a.State) {
+				return fmt.Errorf("no %s worker pod %s on node %s (last state: %s)", a.WorkerAction, a.State, n, c.obs.Snapshot(n))
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	c.assert(AssertReload, false, "waiting for a worker pod: "+err.Error())
+	return errAborted
+}
+
+func (o *Observer) hasWorker(node, module, action, state string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, p := range o.pods {
+		if p.node != node || (action != "" && p.action != action) || (module != "" && p.moduleName != module) {
+			continue
+		}
+		switch state {
+		case "created":
+			return true
+		case "running":
+			if p.running || p.succeeded {
+				return true
+			}
+		case "succeeded":
+			if p.succeeded {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkPrecondition checks that the run tested what the scenario claims.
+func (c *caseRun) checkPrecondition() {
+	c.obs.mu.Lock()
+	defer c.obs.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch c.s.Precondition {
+	case "fast":
+		for _, n := range c.names {
+			for _, t := range c.obs.state[n].notReadyAt {
+				if t.After(c.baseAt) {
+					c.assert(AssertPrecondition, false, fmt.Sprintf("scenario claims fast reboots that never show NotReady, but node %s showed Ready!=True at %.1fs (grace period %s): the run did not test a fast reboot",
+						n, t.Sub(c.start).Seconds(), c.grace))
+					return
+				}
+			}
+		}
+		c.assert(AssertPrecondition, true, "Ready never left True on any node")
+	case "slow":
+		for _, d := range c.disrupted {
+			if !c.notReadySeen(d) {
+				c.assert(AssertPrecondition, false, fmt.Sprintf("scenario claims the node shows NotReady, but node %s stayed Ready through its %s of %s (grace period %s)",
+					d.node, d.kind, d.downtime, c.grace))
+				return
+			}
+		}
+		c.assert(AssertPrecondition, true, "NotReady seen for every disruption")
+	default:
+		var seen []string
+		for _, d := range c.disrupted {
+			seen = append(seen, fmt.Sprintf("%s %s %s: NotReady seen %v", d.node, d.kind, d.downtime, c.notReadySeen(d)))
+		}
+		c.assert(AssertPrecondition, true, "recorded, not required: "+strings.Join(seen, "; "))
+	}
+}
+
+// notReadySeen: Ready left True between the disruption's start and a
+// little after its end; call with both locks held.
+func (c *caseRun) notReadySeen(d *disruption) bool {
+	until := d.end.Add(2 * time.Second)
+	for _, t := range c.obs.state[d.node].notReadyAt {
+		if !t.Before(d.start) && t.Before(until) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkExtraWork: per (node, module, boot) at most one load more than the
+// unloads in that boot, so no reload without a boot change.
+func (c *caseRun) checkExtraWork() {
+	c.obs.mu.Lock()
+	defer c.obs.mu.Unlock()
+	type key struct{ node, module, boot string }
+	loads, unloads := map[key]int{}, map[key]int{}
+	for _, l := range c.obs.loads {
+		k := key{l.node, l.moduleName, l.boot}
+		if l.action == "Load" {
+			loads[k]++
+		} else {
+			unloads[k]++
+		}
+	}
+	var bad []string
+	for k, n := range loads {
+		if n > 1+unloads[k] {
+			bad = append(bad, fmt.Sprintf("module %s loaded %d times in boot %s of node %s (%d unloads)", k.module, n, short(k.boot), k.node, unloads[k]))
+		}
+	}
+	sort.Strings(bad)
+	if len(bad) > 0 {
+		c.assert(AssertNoExtraWork, false, strings.Join(bad, "; ")+": a load without a boot change")
+		return
+	}
+	c.assert(AssertNoExtraWork, true, fmt.Sprintf("%d loads, none repeated within a boot", len(c.obs.loads)))
+}
+
+// checkConsistency: the final NMC status matches ground truth. With wait,
+// it gives the subject SettleTimeout to write its last status.
+func (c *caseRun) checkConsistency(ctx context.Context, wait bool) {
+	timeout := c.e.SettleTimeout
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	if !wait {
+		timeout = time.Millisecond
+	}
+	check := func() error {
+		var bad []string
+		for _, n := range c.names {
+			sn := c.obs.Snapshot(n)
+			c.mu.Lock()
+			spec := slices.Clone(c.spec[n])
+			c.mu.Unlock()
+			for _, e := range sn.Status {
+				if e.BootID != sn.TruthBoot {
+					bad = append(bad, fmt.Sprintf("node %s: status says %s was loaded in boot %s, the node is in boot %s", n, e.Name, short(e.BootID), short(sn.TruthBoot)))
+				} else if e.ModuleName != "" && !slices.Contains(sn.TruthModules, e.ModuleName) {
+					bad = append(bad, fmt.Sprintf("node %s: status says %s is loaded in boot %s, the kernel has %v", n, e.Name, short(e.BootID), sn.TruthModules))
+				}
+			}
+			for _, m := range spec {
+				if !slices.ContainsFunc(sn.Status, func(e StatusEntry) bool { return e.Name == m.Name }) {
+					bad = append(bad, fmt.Sprintf("node %s: spec has %s but status has no entry", n, m.Name))
+				}
+			}
+			for _, m := range c.s.Modules {
+				inSpec := slices.ContainsFunc(spec, func(x Module) bool { return x.Name == m.Name })
+				if !inSpec && slices.Contains(sn.TruthModules, m.ModuleName) {
+					bad = append(bad, fmt.Sprintf("node %s: %s was removed from the spec but is loaded", n, m.ModuleName))
+				}
+				if !inSpec && slices.ContainsFunc(sn.Status, func(e StatusEntry) bool { return e.Name == m.Name }) {
+					bad = append(bad, fmt.Sprintf("node %s: %s was removed from the spec but has a status entry", n, m.Name))
+				}
+			}
+		}
+		if len(bad) > 0 {
+			return errors.New(strings.Join(bad, "; "))
+		}
+		return nil
+	}
+	err := c.waitFor(ctx, timeout, check)
+	if err != nil {
+		c.assert(AssertConsistency, false, check().Error())
+		return
+	}
+	c.assert(AssertConsistency, true, "NodeModulesConfig status matches the kernels")
+}
+
+// rebootMetrics derives detection and reload latency per reboot.
+func (c *caseRun) rebootMetrics() []RebootMetric {
+	c.obs.mu.Lock()
+	defer c.obs.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []RebootMetric
+	for _, d := range c.disrupted {
+		if d.kind != "reboot" || !d.completed {
+			continue
+		}
+		m := RebootMetric{Node: d.node, OldBootID: d.outcome.OldBootID, NewBootID: d.outcome.NewBootID,
+			DowntimeMS: d.downtime.Milliseconds(), NotReadySeen: c.notReadySeen(d), DetectionLatencyMS: -1, ReloadLatencyMS: -1,
+			StartMS: d.start.Sub(c.start).Milliseconds()}
+		st := c.obs.state[d.node]
+		visible, ok := st.bootSeen[d.outcome.NewBootID]
+		if ok {
+			m.BootVisibleMS = visible.Sub(c.start).Milliseconds()
+			var first time.Time
+			for _, p := range c.obs.pods {
+				if p.node == d.node && p.action == "Load" && !p.created.Before(visible) && (first.IsZero() || p.created.Before(first)) {
+					first = p.created
+				}
+			}
+			if !first.IsZero() {
+				m.DetectionLatencyMS = first.Sub(visible).Milliseconds()
+			}
+			var last time.Time
+			all := true
+			for _, mod := range c.spec[d.node] {
+				at, ok := st.lastModule[d.outcome.NewBootID+"/"+mod.ModuleName]
+				if !ok {
+					all = false
+					break
+				}
+				if at.After(last) {
+					last = at
+				}
+			}
+			if all && !last.IsZero() {
+				m.ReloadLatencyMS = max(0, last.Sub(visible).Milliseconds())
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// teardown stops the subject and the nodes and deletes the case's objects.
+func (c *caseRun) teardown() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var errs []error
+	if c.inst != nil {
+		if err := c.inst.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("stop subject: %w", err))
+		}
+	}
+	if c.nodes != nil {
+		if err := c.nodes.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("stop nodes: %w", err))
+		}
+	}
+	if c.cs == nil {
+		return errors.Join(errs...)
+	}
+	sel := labels.SelectorFromSet(c.selector()).String()
+	if c.dyn != nil {
+		if err := c.dyn.Resource(NMCResource).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: sel}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete NodeModulesConfigs: %w", err))
+		}
+	}
+	// Worker pods keep the subject's finalizer when it stopped first.
+	if pods, err := c.cs.CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, p := range pods.Items {
+			if len(p.Finalizers) > 0 {
+				_, _ = c.cs.CoreV1().Pods(c.ns).Patch(ctx, p.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+			}
+		}
+	}
+	if err := c.cs.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: sel}); err != nil {
+		errs = append(errs, fmt.Errorf("delete nodes: %w", err))
+	}
+	if err := c.cs.CoreV1().Namespaces().Delete(ctx, c.ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		errs = append(errs, fmt.Errorf("delete namespace %s: %w", c.ns, err))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,126 @@
+package scenarios
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+)
+
+// The engine consumes these small interfaces; package harness implements
+// them for the embedded, kind and kubeconfig clusters, the fake and
+// libvirt node backends and the bootid, legacy and external subjects.
+
+// Cluster is the Kubernetes cluster a case runs on.
+type Cluster interface {
+	// Name is the provider's name: embedded, kind, kubeconfig.
+	Name() string
+	// RESTConfig is an identity that may create namespaces, Nodes'
+	// NodeModulesConfigs and read everything the observer watches.
+	RESTConfig() *rest.Config
+	// GracePeriod is kube-controller-manager's --node-monitor-grace-period.
+	GracePeriod() time.Duration
+}
+
+// NodeBackend provides nodes.
+type NodeBackend interface {
+	// Name is the backend's name: fake, libvirt.
+	Name() string
+	// Provision starts the nodes; they run until the NodeSet is closed.
+	Provision(ctx context.Context, req ProvisionRequest) (NodeSet, error)
+}
+
+// ProvisionRequest says which nodes a case needs.
+type ProvisionRequest struct {
+	Names  []string
+	Labels map[string]string
+	// Timing is the kubelet timing profile name.
+	Timing string
+	// PodLatency, when positive, is the worker's Pending->Running and
+	// Running->done latency.
+	PodLatency time.Duration
+}
+
+// RebootRequest describes one reboot of one node.
+type RebootRequest struct {
+	Mode          string
+	Downtime      time.Duration
+	NotReadyFor   time.Duration
+	KernelVersion string
+}
+
+// RebootOutcome is what a reboot did.
+type RebootOutcome struct {
+	OldBootID string
+	NewBootID string
+}
+
+// NodeSet is a case's running nodes.
+type NodeSet interface {
+	// Reboot reboots a node and returns once it is back (its kubelet
+	// started in the new boot).
+	Reboot(ctx context.Context, node string, r RebootRequest) (RebootOutcome, error)
+	// Close stops every node and frees what they hold.
+	Close() error
+}
+
+// RebootModes is the optional capability of a NodeSet that supports more
+// than the "reset" reboot mode.
+type RebootModes interface {
+	RebootModes() []string
+}
+
+// KubeletRestarter is the optional capability to restart a node's kubelet
+// without a reboot.
+type KubeletRestarter interface {
+	RestartKubelet(ctx context.Context, node string, downtime time.Duration) error
+}
+
+// NetworkBlipper is the optional capability to cut a node off the API for
+// a while without a reboot.
+type NetworkBlipper interface {
+	NetworkBlip(ctx context.Context, node string, d time.Duration) error
+}
+
+// Subject is the operator under test.
+type Subject interface {
+	// Name is bootid, legacy or external.
+	Name() string
+	// Start runs the subject for one case: it reconciles only the Nodes
+	// and NodeModulesConfigs carrying Selector's labels and runs worker
+	// pods in Namespace.
+	Start(ctx context.Context, req SubjectRequest) (SubjectInstance, error)
+}
+
+// Preparer is the optional capability of a subject that installs what a
+// case needs (its CRD, its RBAC in the case's namespace) before anything
+// watches NodeModulesConfigs.
+type Preparer interface {
+	Prepare(ctx context.Context, req SubjectRequest) error
+}
+
+// SubjectRequest scopes a subject to one case.
+type SubjectRequest struct {
+	Selector  map[string]string
+	Namespace string
+}
+
+// SubjectInstance is a subject running for one case.
+type SubjectInstance interface {
+	Stop() error
+}
+
+// Pauser is the optional capability of a subject instance to stop acting
+// for a while (its process down) and come back.
+type Pauser interface {
+	Pause(ctx context.Context) error
+	Resume(ctx context.Context) error
+}
+
+// NMCResource is the NodeModulesConfig resource, as upstream KMM and
+// package kmm serve it.
+var NMCResource = schema.GroupVersionResource{Group: "kmm.sigs.x-k8s.io", Version: "v1beta1", Resource: "nodemodulesconfigs"}
+
+// CaseLabel marks every object of one case.
+const CaseLabel = "bootproof.dev/case"

@@ -1,0 +1,411 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Truth is a node's kernel ground truth as its kubelet published it.
+type Truth struct {
+	BootID        string
+	KernelVersion string
+	// Modules maps each loaded module to its load time.
+	Modules map[string]time.Time
+}
+
+// TruthReader decodes the ground truth a node published on its Lease;
+// ok is false when there is none yet.
+type TruthReader func(*coordinationv1.Lease) (t Truth, ok bool, err error)
+
+// Worker-pod contract fields the observer reads.
+const (
+	workerActionLabel      = "kmm.node.kubernetes.io/worker-action"
+	workerConfigAnnotation = "kmm.node.kubernetes.io/worker-config"
+)
+
+// StatusEntry is one NodeModulesConfig status entry.
+type StatusEntry struct {
+	Name          string
+	Namespace     string
+	BootID        string
+	KernelVersion string
+	ModuleName    string
+}
+
+// podObs is what the observer knows of one worker pod.
+type podObs struct {
+	name, node, action, moduleName string
+	created                        time.Time
+	phase                          corev1.PodPhase
+	running, succeeded             bool
+	loadBoot                       string // boot the action ran in
+}
+
+// load is one successful worker action.
+type load struct {
+	node, moduleName, action, boot string
+	at                             time.Time
+	modules                        []string
+}
+
+// nodeObs is the observer's view of one node.
+type nodeObs struct {
+	ready         corev1.ConditionStatus
+	bootID        string
+	kernelVersion string
+	bootSeen      map[string]time.Time // when each boot ID was first visible
+	notReadyAt    []time.Time          // every observation of Ready != True
+	truth         *Truth
+	truthAt       time.Time
+	renewTime     time.Time
+	status        []StatusEntry
+	spec          []StatusEntry
+	lastModule    map[string]time.Time // first observation of module loaded, per boot+module
+}
+
+// Observer watches one case's Nodes, Leases, worker pods and
+// NodeModulesConfigs and keeps an ordered trace. It never samples: every
+// state it holds came from a watch event.
+type Observer struct {
+	start    time.Time
+	nodes    map[string]bool
+	readTr   TruthReader
+	mu       sync.Mutex
+	trace    []TraceEvent
+	state    map[string]*nodeObs
+	pods     map[string]*podObs
+	loads    []load
+	changed  chan struct{}
+	errs     []string
+	stopFns  []func()
+	informed sync.WaitGroup
+}
+
+func newObserver(start time.Time, nodeNames []string, readTruth TruthReader) *Observer {
+	o := &Observer{start: start, nodes: map[string]bool{}, readTr: readTruth, state: map[string]*nodeObs{},
+		pods: map[string]*podObs{}, changed: make(chan struct{})}
+	for _, n := range nodeNames {
+		o.nodes[n] = true
+		o.state[n] = &nodeObs{bootSeen: map[string]time.Time{}, lastModule: map[string]time.Time{}}
+	}
+	return o
+}
+
+func (o *Observer) ms(t time.Time) int64 { return t.Sub(o.start).Milliseconds() }
+
+// record appends to the trace and wakes waiters; call with o.mu held.
+func (o *Observer) record(ev TraceEvent, at time.Time) {
+	ev.TMS = o.ms(at)
+	o.trace = append(o.trace, ev)
+	close(o.changed)
+	o.changed = make(chan struct{})
+}
+
+// Action records one of the engine's actions in the trace.
+func (o *Observer) Action(node, detail string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.record(TraceEvent{Kind: TraceAction, Node: node, Detail: detail}, time.Now())
+}
+
+// Changed returns a channel closed at the next observation.
+func (o *Observer) Changed() <-chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.changed
+}
+
+// Trace returns a copy of the trace.
+func (o *Observer) Trace() []TraceEvent {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.trace)
+}
+
+// start runs the informers until ctx ends and waits for their first sync.
+func (o *Observer) run(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, selector map[string]string, namespace string) error {
+	sel := labels.SelectorFromSet(selector).String()
+	nf := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = sel }))
+	lf := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(corev1.NamespaceNodeLease))
+	pf := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(namespace))
+	df := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, "", func(lo *metav1.ListOptions) { lo.LabelSelector = sel })
+
+	nodeInf := nf.Core().V1().Nodes().Informer()
+	leaseInf := lf.Coordination().V1().Leases().Informer()
+	podInf := pf.Core().V1().Pods().Informer()
+	nmcInf := df.ForResource(NMCResource).Informer()
+	add := func(inf cache.SharedIndexInformer, f func(obj any)) error {
+		_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: f, UpdateFunc: func(_, n any) { f(n) }})
+		return err
+	}
+	for _, h := range []struct {
+		inf cache.SharedIndexInformer
+		f   func(any)
+	}{{nodeInf, o.onNode}, {leaseInf, o.onLease}, {podInf, o.onPod}, {nmcInf, o.onNMC}} {
+		if err := add(h.inf, h.f); err != nil {
+			return fmt.Errorf("observer: %w", err)
+		}
+	}
+	for _, f := range []interface{ Start(<-chan struct{}) }{nf, lf, pf, df} {
+		f.Start(ctx.Done())
+	}
+	o.stopFns = append(o.stopFns, nf.Shutdown, lf.Shutdown, pf.Shutdown, df.Shutdown)
+	syncCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for _, inf := range []struct {
+		what string
+		inf  cache.SharedIndexInformer
+	}{{"Nodes", nodeInf}, {"Leases", leaseInf}, {"Pods", podInf}, {"NodeModulesConfigs (is the " + NMCResource.GroupResource().String() + " CRD installed?)", nmcInf}} {
+		if !cache.WaitForCacheSync(syncCtx.Done(), inf.inf.HasSynced) {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("observer: cannot list and watch %s within a minute", inf.what)
+		}
+	}
+	return nil
+}
+
+func (o *Observer) shutdown() {
+	for _, f := range o.stopFns {
+		f()
+	}
+}
+
+func readyOf(n *corev1.Node) corev1.ConditionStatus {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status
+		}
+	}
+	return corev1.ConditionUnknown
+}
+
+func (o *Observer) onNode(obj any) {
+	n, ok := obj.(*corev1.Node)
+	if !ok || !o.nodes[n.Name] {
+		return
+	}
+	now := time.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s := o.state[n.Name]
+	r := readyOf(n)
+	if r != s.ready {
+		s.ready = r
+		o.record(TraceEvent{Kind: TraceReady, Node: n.Name, Ready: string(r)}, now)
+	}
+	if r != corev1.ConditionTrue {
+		s.notReadyAt = append(s.notReadyAt, now)
+	}
+	s.kernelVersion = n.Status.NodeInfo.KernelVersion
+	if b := n.Status.NodeInfo.BootID; b != s.bootID {
+		s.bootID = b
+		if _, seen := s.bootSeen[b]; !seen {
+			s.bootSeen[b] = now
+		}
+		o.record(TraceEvent{Kind: TraceBoot, Node: n.Name, BootID: b, Detail: "kernel " + s.kernelVersion}, now)
+	}
+}
+
+func (o *Observer) onLease(obj any) {
+	l, ok := obj.(*coordinationv1.Lease)
+	if !ok || !o.nodes[l.Name] {
+		return
+	}
+	now := time.Now()
+	t, has, err := o.readTr(l)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s := o.state[l.Name]
+	if l.Spec.RenewTime != nil && l.Spec.RenewTime.Time.After(s.renewTime) {
+		s.renewTime = l.Spec.RenewTime.Time
+		o.record(TraceEvent{Kind: TraceHeartbeat, Node: l.Name}, now)
+	}
+	if err != nil {
+		o.errs = append(o.errs, err.Error())
+		return
+	}
+	if !has {
+		return
+	}
+	if s.truth == nil || s.truth.BootID != t.BootID || !maps.Equal(modNames(s.truth.Modules), modNames(t.Modules)) {
+		s.truth, s.truthAt = &t, now
+		for m := range t.Modules {
+			key := t.BootID + "/" + m
+			if _, seen := s.lastModule[key]; !seen {
+				s.lastModule[key] = now
+			}
+		}
+		o.record(TraceEvent{Kind: TraceTruth, Node: l.Name, BootID: t.BootID, Detail: strings.Join(sortedKeys(t.Modules), ",")}, now)
+	}
+}
+
+func modNames(m map[string]time.Time) map[string]bool {
+	out := map[string]bool{}
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (o *Observer) onPod(obj any) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok || !o.nodes[p.Spec.NodeName] {
+		return
+	}
+	action, isWorker := p.Labels[workerActionLabel]
+	if !isWorker {
+		return
+	}
+	now := time.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	key := string(p.UID)
+	po := o.pods[key]
+	if po == nil {
+		po = &podObs{name: p.Name, node: p.Spec.NodeName, action: action, created: now, moduleName: moduleNameOf(p)}
+		o.pods[key] = po
+		o.record(TraceEvent{Kind: TracePod, Node: po.node, Pod: p.Name, Module: po.moduleName, Detail: action + " created"}, now)
+	}
+	if p.Status.Phase != po.phase {
+		po.phase = p.Status.Phase
+		o.record(TraceEvent{Kind: TracePod, Node: po.node, Pod: p.Name, Module: po.moduleName, Detail: action + " " + string(p.Status.Phase)}, now)
+	}
+	if p.Status.Phase == corev1.PodRunning {
+		po.running = true
+	}
+	if p.Status.Phase == corev1.PodSucceeded && !po.succeeded {
+		po.succeeded = true
+		boot, mods := terminationBoot(p)
+		if boot == "" {
+			// A worker that reports no boot (upstream KMM's): the boot
+			// the node is in when the success is observed.
+			boot = o.state[po.node].bootID
+		}
+		po.loadBoot = boot
+		o.loads = append(o.loads, load{node: po.node, moduleName: po.moduleName, action: action, boot: boot, at: now, modules: mods})
+		o.record(TraceEvent{Kind: TraceLoad, Node: po.node, Pod: p.Name, Module: po.moduleName, BootID: boot, Detail: action}, now)
+	}
+}
+
+func (o *Observer) onNMC(obj any) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || !o.nodes[u.GetName()] {
+		return
+	}
+	status := entries(u, "status")
+	spec := entries(u, "spec")
+	now := time.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s := o.state[u.GetName()]
+	s.spec = spec
+	if !slices.Equal(s.status, status) {
+		s.status = status
+		var parts []string
+		for _, e := range status {
+			parts = append(parts, fmt.Sprintf("%s@%s", e.Name, short(e.BootID)))
+		}
+		o.record(TraceEvent{Kind: TraceStatus, Node: u.GetName(), Detail: strings.Join(parts, ",")}, now)
+	}
+}
+
+func short(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// entries reads spec.modules or status.modules of an NMC.
+func entries(u *unstructured.Unstructured, field string) []StatusEntry {
+	items, _, _ := unstructured.NestedSlice(u.Object, field, "modules")
+	var out []StatusEntry
+	for _, it := range items {
+		m, ok := it.(map[string]any)
+		if !ok {
+			continue
+		}
+		e := StatusEntry{}
+		e.Name, _, _ = unstructured.NestedString(m, "name")
+		e.Namespace, _, _ = unstructured.NestedString(m, "namespace")
+		e.BootID, _, _ = unstructured.NestedString(m, "bootId")
+		e.KernelVersion, _, _ = unstructured.NestedString(m, "config", "kernelVersion")
+		e.ModuleName, _, _ = unstructured.NestedString(m, "config", "modprobe", "moduleName")
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// NodeSnapshot is the observer's last view of one node, for messages.
+type NodeSnapshot struct {
+	Ready         string
+	BootID        string
+	KernelVersion string
+	TruthBoot     string
+	TruthModules  []string
+	Status        []StatusEntry
+	Spec          []StatusEntry
+	Pods          []string
+}
+
+// Snapshot returns the last observed state of node.
+func (o *Observer) Snapshot(node string) NodeSnapshot {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s := o.state[node]
+	out := NodeSnapshot{Ready: string(s.ready), BootID: s.bootID, KernelVersion: s.kernelVersion,
+		Status: slices.Clone(s.status), Spec: slices.Clone(s.spec)}
+	if s.truth != nil {
+		out.TruthBoot = s.truth.BootID
+		out.TruthModules = sortedKeys(s.truth.Modules)
+	}
+	var pods []*podObs
+	for _, p := range o.pods {
+		if p.node == node {
+			pods = append(pods, p)
+		}
+	}
+	sort.Slice(pods, func(i, j int) bool { return pods[i].created.Before(pods[j].created) })
+	for _, p := range pods {
+		out.Pods = append(out.Pods, fmt.Sprintf("%s(%s %s %s)", p.name, p.action, p.moduleName, p.phase))
+	}
+	return out
+}
+
+func (s NodeSnapshot) String() string {
+	var st []string
+	for _, e := range s.Status {
+		st = append(st, fmt.Sprintf("%s@%s", e.Name, short(e.BootID)))
+	}
+	return fmt.Sprintf("Ready=%s boot=%s kernel=%s; ground truth: boot=%s modules=%v; NMC status: %v; worker pods: %v",
+		s.Ready, short(s.BootID), s.KernelVersion, short(s.TruthBoot), s.TruthModules, st, s.Pods)
+}

@@ -1,0 +1,90 @@
+package scenarios
+
+// Verdict values of results.json and JUnit.
+const (
+	Pass    = "pass"
+	Fail    = "fail"
+	Error   = "error"
+	Skipped = "skipped"
+)
+
+// Results is the content of results.json.
+type Results struct {
+	Cases []CaseResult `json:"cases"`
+}
+
+// CaseResult is one scenario x subject x node backend x cluster.
+type CaseResult struct {
+	Scenario    string   `json:"scenario"`
+	Description string   `json:"description,omitempty"`
+	Labels      []string `json:"labels,omitempty"`
+	Subject     string   `json:"subject"`
+	Cluster     string   `json:"cluster"`
+	Nodes       string   `json:"nodes"`
+	NodeCount   int      `json:"node_count"`
+	// Expected and Observed are pass or fail (observed may be error).
+	Expected string `json:"expected"`
+	Observed string `json:"observed"`
+	// Verdict compares them: pass when they agree; error for an invalid
+	// run or an infrastructure fault; skipped when a capability is missing.
+	Verdict string `json:"verdict"`
+	// Message explains the verdict.
+	Message       string            `json:"message,omitempty"`
+	DurationMS    int64             `json:"duration_ms"`
+	GracePeriodMS int64             `json:"grace_period_ms"`
+	Assertions    []AssertionResult `json:"assertions"`
+	Reboots       []RebootMetric    `json:"reboots"`
+	Trace         []TraceEvent      `json:"-"`
+}
+
+// AssertionResult is one assertion's outcome.
+type AssertionResult struct {
+	Name    string `json:"name"`
+	OK      bool   `json:"ok"`
+	Message string `json:"message,omitempty"`
+}
+
+// RebootMetric describes one reboot of one node.
+type RebootMetric struct {
+	Node         string `json:"node"`
+	OldBootID    string `json:"old_boot_id"`
+	NewBootID    string `json:"new_boot_id"`
+	DowntimeMS   int64  `json:"downtime_ms"`
+	NotReadySeen bool   `json:"not_ready_seen"`
+	// Latencies from the new bootID being visible in the API; -1 when it
+	// did not happen.
+	DetectionLatencyMS int64 `json:"detection_latency_ms"`
+	ReloadLatencyMS    int64 `json:"reload_latency_ms"`
+	StartMS            int64 `json:"start_ms"`
+	BootVisibleMS      int64 `json:"boot_visible_ms"`
+}
+
+// TraceEvent is one observation, times relative to the case's start.
+type TraceEvent struct {
+	TMS    int64  `json:"t_ms"`
+	Kind   string `json:"kind"`
+	Node   string `json:"node,omitempty"`
+	Ready  string `json:"ready,omitempty"`
+	BootID string `json:"boot_id,omitempty"`
+	Module string `json:"module,omitempty"`
+	Pod    string `json:"pod,omitempty"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Trace kinds.
+const (
+	TraceAction    = "action"
+	TraceReady     = "ready"
+	TraceBoot      = "boot"
+	TraceHeartbeat = "heartbeat"
+	TraceTruth     = "truth"
+	TracePod       = "pod"
+	TraceLoad      = "load"
+	TraceStatus    = "status"
+)
+
+// CaseTrace is one case's trace in trace.json.
+type CaseTrace struct {
+	Case   string       `json:"case"`
+	Events []TraceEvent `json:"events"`
+}
