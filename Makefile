@@ -5,6 +5,10 @@ BIN_DIR := $(CURDIR)/bin
 REPORTS_DIR := $(CURDIR)/reports
 # Test timeout for 'make test'; the suite itself takes minutes.
 TEST_TIMEOUT ?= 30m
+# Cases 'make run' runs at once.
+PARALLEL ?= 4
+# Ginkgo label filter for the catalog suite in 'make test' (empty: all).
+LABELS ?=
 
 .DEFAULT_GOAL := help
 
@@ -21,8 +25,16 @@ controlplane: ## Build bin/etcd, bin/kube-apiserver, bin/kube-controller-manager
 	@BIN_DIR=$(BIN_DIR) tools/controlplane/build.sh
 
 .PHONY: test
-test: controlplane ## Run every test; the embedded control plane is required, not skipped.
-	BOOTPROOF_REQUIRE_CONTROLPLANE=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+test: controlplane tools ## Run every test and the catalog suite on the embedded cluster (JUnit: reports/junit-embedded.xml).
+	BOOTPROOF_REQUIRE_CONTROLPLANE=1 BOOTPROOF_REQUIRE_TOOLS=1 $(GO) test -p 1 -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /harness/suites/)
+	@mkdir -p $(REPORTS_DIR)
+	BOOTPROOF_REQUIRE_CONTROLPLANE=1 BOOTPROOF_SUITE_REPORT_DIR=$(REPORTS_DIR)/embedded $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./harness/suites/fake/ \
+	  -ginkgo.junit-report=$(REPORTS_DIR)/junit-embedded.xml -ginkgo.label-filter='$(LABELS)'
+	@echo "catalog report: $(REPORTS_DIR)/embedded/index.html"
+
+.PHONY: tools
+tools: ## Check the host tools the tests need (xmllint validates JUnit output).
+	@command -v xmllint >/dev/null || { echo "xmllint is missing: install Debian/Ubuntu package libxml2-utils (.ci/run does)" >&2; exit 2; }
 
 .PHONY: lint
 lint: ## gofmt and go vet.
@@ -41,12 +53,13 @@ generate: ## Regenerate kmm's deepcopy code and CRD YAML with the controller-gen
 .PHONY: bench
 bench: controlplane ## Benchmarks; figures go to reports/bench/ (JSON and Markdown).
 	BOOTPROOF_BENCH_DIR=$(REPORTS_DIR)/bench $(GO) test -run '^$$' -bench BenchmarkStart -benchtime 5x ./harness/controlplane/
+	BOOTPROOF_BENCH_DIR=$(REPORTS_DIR)/bench $(GO) test -run '^$$' -bench BenchmarkReloadLatency -benchtime 1x -timeout 30m ./harness/runner/
 	BOOTPROOF_BENCH_DIR=$(REPORTS_DIR)/bench $(GO) test -run '^$$' -bench BenchmarkFleetScale -benchtime 1x -timeout 60m ./fakes/
 	@echo "figures written to $(REPORTS_DIR)/bench/"
 
 .PHONY: run
-run: ## The default scenario matrix (arrives with the scenario engine).
-	@echo "make run: the scenario engine is not built yet; 'make test' and 'bin/bootproof controlplane up' work today." >&2; exit 2
+run: controlplane build ## Run the whole catalog with the bootid and legacy subjects on the embedded cluster; reports under reports/latest/.
+	$(BIN_DIR)/bootproof run --cluster embedded --nodes fake --subject bootid --subject legacy --parallel $(PARALLEL)
 
 .PHONY: clean
 clean: ## Remove bin/ and generated reports.

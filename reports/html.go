@@ -17,7 +17,7 @@ var page = template.Must(template.New("index").Funcs(template.FuncMap{
 	"short":  short,
 	"anchor": func(i int) string { return fmt.Sprintf("case-%d", i) },
 }).Parse(`<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>bootproof report</title>
+<html lang="en"><head><meta charset="utf-8"/><title>bootproof report</title>
 <style>
 body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;font-size:13px}

@@ -70,6 +70,11 @@ func BuildTimeline(c scenarios.CaseResult) Timeline {
 	for _, e := range c.Trace {
 		end = max(end, e.TMS)
 	}
+	for _, e := range c.Trace {
+		if e.Kind == scenarios.TraceAction && strings.Contains(e.Detail, "(downtime") {
+			end = max(end, e.TMS+c.GracePeriodMS+500)
+		}
+	}
 	end = max(end, 1000)
 	x := func(ms int64) float64 { return tlLeft + tlPlot*float64(ms)/float64(end) }
 

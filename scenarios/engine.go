@@ -138,43 +138,39 @@ func (e *Engine) Run(ctx context.Context, s *Scenario, subj Subject) CaseResult 
 		res.Trace = c.obs.Trace()
 		res.Reboots = c.rebootMetrics()
 	}
+	res.Observed, res.Verdict, res.Message = judge(s.Name, subj.Name(), res.Expected, c.results, err)
+	res.DurationMS = time.Since(start).Milliseconds()
+	return res
+}
+
+// judge turns the assertions (and the run's error) into the observed
+// outcome and the verdict: observed vs expected.
+func judge(scenario, subject, expected string, results []AssertionResult, err error) (observed, verdict, msg string) {
 	var skip *skipError
 	switch {
 	case errors.As(err, &skip):
-		res.Observed, res.Verdict, res.Message = Skipped, Skipped, skip.reason
+		return Skipped, Skipped, skip.reason
 	case err != nil && !errors.Is(err, errAborted):
-		res.Observed, res.Verdict = Error, Error
-		res.Message = "infrastructure fault: " + err.Error()
-	default:
-		res.Observed = Pass
-		for _, a := range c.results {
-			if !a.OK && a.Name == AssertPrecondition {
-				res.Observed = Error
-				res.Message = "invalid run: " + a.Message
-				break
-			}
-			if !a.OK && res.Observed == Pass {
-				res.Observed = Fail
-				res.Message = a.Name + ": " + a.Message
-			}
+		return Error, Error, "infrastructure fault: " + err.Error()
+	}
+	observed = Pass
+	for _, a := range results {
+		if !a.OK && a.Name == AssertPrecondition {
+			return Error, Error, "invalid run: " + a.Message
 		}
-		switch {
-		case res.Observed == Error:
-			res.Verdict = Error
-		case res.Observed == res.Expected:
-			res.Verdict = Pass
-			if res.Observed == Fail {
-				res.Message = "failed as expected (" + res.Message + ")"
-			}
-		case res.Expected == Fail:
-			res.Verdict = Fail
-			res.Message = fmt.Sprintf("the harness did not catch the bug: the %s subject was expected to fail %s but passed every assertion; the harness is broken", subj.Name(), s.Name)
-		default:
-			res.Verdict = Fail
+		if !a.OK && observed == Pass {
+			observed, msg = Fail, a.Name+": "+a.Message
 		}
 	}
-	res.DurationMS = time.Since(start).Milliseconds()
-	return res
+	switch {
+	case observed == expected && observed == Fail:
+		return observed, Pass, "failed as expected (" + msg + ")"
+	case observed == expected:
+		return observed, Pass, msg
+	case expected == Fail:
+		return observed, Fail, fmt.Sprintf("the harness did not catch the bug: the %s subject was expected to fail %s but passed every assertion; the harness is broken", subject, scenario)
+	}
+	return observed, Fail, msg
 }
 
 func newID() string {

@@ -1,0 +1,159 @@
+package reports
+
+import (
+	"encoding/xml"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bootproof/bootproof/scenarios"
+)
+
+func sample() scenarios.Results {
+	trace := []scenarios.TraceEvent{
+		{TMS: 0, Kind: scenarios.TraceReady, Node: "n0", Ready: "True"},
+		{TMS: 0, Kind: scenarios.TraceBoot, Node: "n0", BootID: "aaaaaaaa-1"},
+		{TMS: 100, Kind: scenarios.TraceHeartbeat, Node: "n0"},
+		{TMS: 300, Kind: scenarios.TracePod, Node: "n0", Pod: "kmm-worker-n0-dummy", Detail: "Load created"},
+		{TMS: 500, Kind: scenarios.TraceLoad, Node: "n0", Pod: "kmm-worker-n0-dummy", Module: "dummy", BootID: "aaaaaaaa-1", Detail: "Load"},
+		{TMS: 510, Kind: scenarios.TraceTruth, Node: "n0", BootID: "aaaaaaaa-1", Detail: "dummy"},
+		{TMS: 1000, Kind: scenarios.TraceAction, Node: "n0", Detail: "reboot (downtime 3s)"},
+		{TMS: 4000, Kind: scenarios.TraceBoot, Node: "n0", BootID: "bbbbbbbb-2"},
+		{TMS: 4010, Kind: scenarios.TraceTruth, Node: "n0", BootID: "bbbbbbbb-2"},
+		{TMS: 4500, Kind: scenarios.TraceTruth, Node: "n0", BootID: "bbbbbbbb-2", Detail: "dummy"},
+	}
+	reboot := []scenarios.RebootMetric{{Node: "n0", OldBootID: "aaaaaaaa-1", NewBootID: "bbbbbbbb-2", DowntimeMS: 3000,
+		DetectionLatencyMS: 200, ReloadLatencyMS: 500, StartMS: 1000, BootVisibleMS: 4000}}
+	return scenarios.Results{Cases: []scenarios.CaseResult{
+		{Scenario: "fast-reboot-0.5g", Subject: "bootid", Cluster: "embedded", Nodes: "fake", NodeCount: 1, Expected: "pass", Observed: "pass", Verdict: "pass",
+			DurationMS: 6000, GracePeriodMS: 10000, Trace: trace, Reboots: reboot,
+			Assertions: []scenarios.AssertionResult{{Name: "reload", OK: true}}},
+		{Scenario: "fast-reboot-0.5g", Subject: "legacy", Cluster: "embedded", Nodes: "fake", NodeCount: 1, Expected: "pass", Observed: "fail", Verdict: "fail",
+			Message: "reload: module dummy not loaded in boot bbbbbbbb <&> \"quoted\"", DurationMS: 31000, Trace: trace[:8],
+			Assertions: []scenarios.AssertionResult{{Name: "reload", OK: false, Message: "not loaded"}}},
+		{Scenario: "slow-reboot-3g", Subject: "bootid", Cluster: "embedded", Nodes: "fake", Expected: "pass", Observed: "error", Verdict: "error",
+			Message: "invalid run: precondition", DurationMS: 12000},
+		{Scenario: "panic", Subject: "bootid", Cluster: "embedded", Nodes: "fake", Verdict: "skipped", Observed: "skipped", Message: "backend fake cannot reboot in mode panic"},
+	}}
+}
+
+// TestJUnitAgainstSchema validates junit.xml with xmllint against the
+// JUnit schema in testdata.
+func TestJUnitAgainstSchema(t *testing.T) {
+	xmllint, err := exec.LookPath("xmllint")
+	if err != nil {
+		if os.Getenv("BOOTPROOF_REQUIRE_TOOLS") == "1" {
+			t.Fatal("xmllint is required (Debian package libxml2-utils; .ci/run installs it)")
+		}
+		t.Skip("needs xmllint (Debian package libxml2-utils) to validate against the JUnit schema")
+	}
+	path := filepath.Join(t.TempDir(), JUnitFile)
+	if err := WriteJUnit(path, "bootproof", sample(), time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(xmllint, "--noout", "--schema", "testdata/junit.xsd", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("junit.xml does not validate: %v\n%s", err, out)
+	}
+	// The schema itself must reject what Jenkins would: a testcase with
+	// two outcomes.
+	bad := filepath.Join(t.TempDir(), "bad.xml")
+	if err := os.WriteFile(bad, []byte(`<testsuites><testsuite name="s" tests="1" failures="1" errors="1"><testcase name="c" classname="k" time="1"><error message="e"/><failure message="f"/></testcase></testsuite></testsuites>`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := exec.Command(xmllint, "--noout", "--schema", "testdata/junit.xsd", bad).Run(); err == nil {
+		t.Fatal("the schema accepted a testcase with both error and failure")
+	}
+}
+
+func TestJUnitContent(t *testing.T) {
+	j := BuildJUnit("bootproof", sample(), time.Now())
+	if len(j.Suites) != 1 || j.Tests != 4 || j.Failures != 1 || j.Errors != 1 || j.Skipped != 1 {
+		t.Fatalf("counts: %+v", j)
+	}
+	cs := j.Suites[0].Cases
+	if cs[0].Name != "[bootid] fast-reboot-0.5g (fake, embedded)" || cs[0].Failure != nil || cs[0].Error != nil {
+		t.Errorf("passing case: %+v", cs[0])
+	}
+	if cs[1].Failure == nil || !strings.Contains(cs[1].Failure.Message, "not loaded") || !strings.Contains(cs[1].SystemOut, "reboot (downtime 3s)") {
+		t.Errorf("failed case: failure %+v, system-out %q", cs[1].Failure, cs[1].SystemOut)
+	}
+	if cs[2].Error == nil || cs[3].Skipped == nil || !strings.Contains(cs[3].Skipped.Message, "panic") {
+		t.Errorf("error/skipped cases: %+v %+v", cs[2], cs[3])
+	}
+}
+
+// TestHTMLReport renders the report and checks it is well-formed XML with
+// one SVG timeline per case that has a trace, and that text is escaped.
+func TestHTMLReport(t *testing.T) {
+	r := sample()
+	data, err := RenderHTML(r, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := string(data)
+	d := xml.NewDecoder(strings.NewReader(strings.Replace(html, "<!DOCTYPE html>", "", 1)))
+	d.Strict = true
+	d.Entity = xml.HTMLEntity
+	svgs := 0
+	for {
+		tok, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("index.html is not well-formed: %v", err)
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "svg" {
+			svgs++
+		}
+	}
+	if svgs != len(r.Cases) {
+		t.Errorf("%d SVG timelines for %d cases", svgs, len(r.Cases))
+	}
+	for _, want := range []string{"Ready=True", "boot aaaaaaaa", "reload 500ms", "grace", "&lt;&amp;&gt;"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if strings.Contains(html, "<&>") {
+		t.Error("a message was not escaped")
+	}
+}
+
+func TestWriteAllAndSummary(t *testing.T) {
+	dir := t.TempDir()
+	step := filepath.Join(t.TempDir(), "step-summary.md")
+	t.Setenv("GITHUB_STEP_SUMMARY", step)
+	if err := Write(dir, sample(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{ResultsFile, TraceFile, JUnitFile, HTMLFile, SummaryFile} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	r, err := ReadResults(filepath.Join(dir, ResultsFile))
+	if err != nil || len(r.Cases) != 4 || r.Cases[0].Reboots[0].ReloadLatencyMS != 500 {
+		t.Errorf("results.json round trip: %+v, %v", r, err)
+	}
+	md, err := os.ReadFile(step)
+	if err != nil || !strings.Contains(string(md), "1 passed, 1 failed, 1 errors, 1 skipped") {
+		t.Errorf("$GITHUB_STEP_SUMMARY: %q, %v", md, err)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	d := Summarize("ms", []float64{5, 1, 4, 2, 3, 100, 6, 7, 8, 9})
+	if d.Min != 1 || d.Max != 100 || d.P50 != 5 || d.P95 != 100 || d.Count != 10 {
+		t.Errorf("Summarize = %+v", d)
+	}
+	if e := Summarize("ms", nil); e.Count != 0 {
+		t.Errorf("empty: %+v", e)
+	}
+}

@@ -1,0 +1,218 @@
+package scenarios
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// The tests below drive the observer with scripted objects (what a
+// backend and a subject would write) and check that every assertion can
+// fail, with the message it gives.
+
+func testTruth(l *coordinationv1.Lease) (Truth, bool, error) {
+	s, ok := l.Annotations["truth"]
+	if !ok {
+		return Truth{}, false, nil
+	}
+	var t struct {
+		Boot    string   `json:"boot"`
+		Modules []string `json:"modules"`
+	}
+	if err := json.Unmarshal([]byte(s), &t); err != nil {
+		return Truth{}, false, err
+	}
+	out := Truth{BootID: t.Boot, Modules: map[string]time.Time{}}
+	for _, m := range t.Modules {
+		out.Modules[m] = time.Now()
+	}
+	return out, true, nil
+}
+
+type script struct {
+	t *testing.T
+	c *caseRun
+}
+
+func newScript(t *testing.T, precondition string) *script {
+	start := time.Now().Add(-time.Second)
+	sc := &Scenario{Name: "scripted", Precondition: precondition, Modules: []Module{{Name: "dummy", ModuleName: "dummy"}},
+		Deadline: Duration{Abs: 200 * time.Millisecond, Set: true}}
+	c := &caseRun{s: sc, e: &Engine{SettleTimeout: 200 * time.Millisecond}, grace: 10 * time.Second, start: start, baseAt: start,
+		names: []string{"n0"}, spec: map[string][]Module{"n0": sc.Modules}, kernel: map[string]string{}, inflight: map[string]*sync.WaitGroup{"n0": {}}}
+	c.obs = newObserver(start, c.names, testTruth)
+	return &script{t: t, c: c}
+}
+
+func (s *script) node(ready corev1.ConditionStatus, boot string) {
+	s.c.obs.onNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n0"}, Status: corev1.NodeStatus{
+		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}, NodeInfo: corev1.NodeSystemInfo{BootID: boot}}})
+}
+
+func (s *script) truth(boot string, modules ...string) {
+	data, _ := json.Marshal(map[string]any{"boot": boot, "modules": modules})
+	s.c.obs.onLease(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n0", Annotations: map[string]string{"truth": string(data)}}})
+}
+
+func (s *script) loadPod(uid, action, boot string) {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "kmm-worker-n0-dummy", UID: types.UID(uid),
+		Labels:      map[string]string{workerActionLabel: action},
+		Annotations: map[string]string{workerConfigAnnotation: "modprobe:\n  moduleName: dummy\n"}},
+		Spec: corev1.PodSpec{NodeName: "n0"},
+		Status: corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{Name: "worker",
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: `{"bootID":"` + boot + `","action":"` + action + `"}`}}}}}}
+	s.c.obs.onPod(p)
+}
+
+func (s *script) status(boot string) {
+	u := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "n0"},
+		"status": map[string]any{"modules": []any{map[string]any{"name": "dummy", "bootId": boot,
+			"config": map[string]any{"modprobe": map[string]any{"moduleName": "dummy"}}}}}}}
+	u.SetName("n0")
+	s.c.obs.onNMC(u)
+}
+
+func (s *script) result(name string) AssertionResult {
+	for _, r := range s.c.results {
+		if r.Name == name {
+			return r
+		}
+	}
+	s.t.Fatalf("no %s assertion in %+v", name, s.c.results)
+	return AssertionResult{}
+}
+
+func wantFail(t *testing.T, r AssertionResult, text string) {
+	t.Helper()
+	if r.OK || !strings.Contains(r.Message, text) {
+		t.Errorf("%s: ok=%v message %q, want a failure saying %q", r.Name, r.OK, r.Message, text)
+	}
+}
+
+func TestPreconditionFastFailsOnNotReady(t *testing.T) {
+	s := newScript(t, "fast")
+	s.node(corev1.ConditionTrue, "a")
+	s.node(corev1.ConditionUnknown, "a")
+	s.c.checkPrecondition()
+	wantFail(t, s.result(AssertPrecondition), "showed Ready!=True")
+}
+
+func TestPreconditionSlowFailsWhenReadyStays(t *testing.T) {
+	s := newScript(t, "slow")
+	s.node(corev1.ConditionTrue, "a")
+	now := time.Now()
+	s.c.disrupted = []*disruption{{kind: "reboot", node: "n0", start: now, end: now.Add(time.Second), downtime: 15 * time.Second, completed: true}}
+	s.c.checkPrecondition()
+	wantFail(t, s.result(AssertPrecondition), "stayed Ready through its reboot")
+
+	ok := newScript(t, "slow")
+	ok.c.disrupted = []*disruption{{kind: "reboot", node: "n0", start: now.Add(-time.Millisecond), end: now.Add(time.Second), completed: true}}
+	ok.node(corev1.ConditionUnknown, "a")
+	ok.c.checkPrecondition()
+	if r := ok.result(AssertPrecondition); !r.OK {
+		t.Errorf("slow reboot with NotReady seen: %+v", r)
+	}
+}
+
+func TestNoExtraWorkFailsOnSecondLoadInOneBoot(t *testing.T) {
+	s := newScript(t, "recorded")
+	s.node(corev1.ConditionTrue, "a")
+	s.loadPod("1", "Load", "a")
+	s.loadPod("2", "Load", "a")
+	s.c.checkExtraWork()
+	wantFail(t, s.result(AssertNoExtraWork), "module dummy loaded 2 times in boot a")
+
+	reload := newScript(t, "recorded")
+	reload.loadPod("1", "Load", "a")
+	reload.loadPod("2", "Unload", "a")
+	reload.loadPod("3", "Load", "a")
+	reload.loadPod("4", "Load", "b")
+	reload.c.checkExtraWork()
+	if r := reload.result(AssertNoExtraWork); !r.OK {
+		t.Errorf("an unload between two loads, and a load in a new boot, are no extra work: %+v", r)
+	}
+}
+
+func TestConsistencyFailsOnStaleStatus(t *testing.T) {
+	s := newScript(t, "recorded")
+	s.node(corev1.ConditionTrue, "b")
+	s.truth("b")
+	s.status("a")
+	s.c.checkConsistency(context.Background(), false)
+	wantFail(t, s.result(AssertConsistency), "status says dummy was loaded in boot a, the node is in boot b")
+
+	claimed := newScript(t, "recorded")
+	claimed.truth("b")
+	claimed.status("b")
+	claimed.c.checkConsistency(context.Background(), false)
+	wantFail(t, claimed.result(AssertConsistency), "status says dummy is loaded in boot b, the kernel has []")
+
+	good := newScript(t, "recorded")
+	good.truth("b", "dummy")
+	good.status("b")
+	good.c.checkConsistency(context.Background(), false)
+	if r := good.result(AssertConsistency); !r.OK {
+		t.Errorf("consistent status: %+v", r)
+	}
+}
+
+func TestReloadFailsWithLastState(t *testing.T) {
+	s := newScript(t, "fast")
+	s.node(corev1.ConditionTrue, "b")
+	s.truth("b")
+	s.loadPod("1", "Load", "a")
+	err := s.c.waitReloaded(context.Background(), []string{"n0"}, 300*time.Millisecond)
+	if !errors.Is(err, errAborted) {
+		t.Fatalf("waitReloaded = %v, want the timeline aborted", err)
+	}
+	r := s.result(AssertReload)
+	for _, want := range []string{"module dummy not loaded in boot b of node n0", "Ready=True", "ground truth: boot=b modules=[]", "kmm-worker-n0-dummy(Load dummy Succeeded)"} {
+		wantFail(t, r, want)
+	}
+
+	ok := newScript(t, "fast")
+	ok.node(corev1.ConditionTrue, "b")
+	ok.truth("b", "dummy")
+	if err := ok.c.waitReloaded(context.Background(), []string{"n0"}, time.Second); err != nil {
+		t.Errorf("module loaded in the current boot: %v", err)
+	}
+}
+
+func TestJudge(t *testing.T) {
+	okAll := []AssertionResult{{Name: AssertReload, OK: true}, {Name: AssertPrecondition, OK: true}}
+	failed := []AssertionResult{{Name: AssertPrecondition, OK: true}, {Name: AssertReload, OK: false, Message: "not loaded"}}
+	badPre := []AssertionResult{{Name: AssertPrecondition, OK: false, Message: "NotReady seen"}, {Name: AssertReload, OK: false}}
+	tests := []struct {
+		name, expected string
+		results        []AssertionResult
+		err            error
+		obs, verdict   string
+		msg            string
+	}{
+		{"bootid passes", Pass, okAll, nil, Pass, Pass, ""},
+		{"bootid fails", Pass, failed, errAborted, Fail, Fail, "reload: not loaded"},
+		{"legacy fails as expected", Fail, failed, errAborted, Fail, Pass, "failed as expected"},
+		{"legacy passes a fast reboot: harness broken", Fail, okAll, nil, Pass, Fail, "the harness did not catch the bug"},
+		{"precondition violated is an error", Pass, badPre, nil, Error, Error, "invalid run: NotReady seen"},
+		{"infrastructure fault", Pass, nil, &infraError{errors.New("apiserver gone")}, Error, Error, "infrastructure fault: apiserver gone"},
+		{"missing capability", Pass, nil, &skipError{"backend fake cannot reboot in mode panic"}, Skipped, Skipped, "cannot reboot in mode panic"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			obs, verdict, msg := judge("fast-reboot-0.5g", "legacy", tc.expected, tc.results, tc.err)
+			if obs != tc.obs || verdict != tc.verdict || !strings.Contains(msg, tc.msg) {
+				t.Errorf("judge = %s, %s, %q; want %s, %s, %q", obs, verdict, msg, tc.obs, tc.verdict, tc.msg)
+			}
+		})
+	}
+}
