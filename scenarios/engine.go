@@ -560,6 +560,7 @@ func (c *caseRun) writeNMC(ctx context.Context, node string, create bool) error 
 		kv := c.kernel[node]
 		mods = append(mods, map[string]any{
 			"name": m.Name, "namespace": c.ns, "serviceAccountName": "default",
+			"tolerations": []any{map[string]any{"key": SimulatedTaintKey, "operator": "Exists", "effect": "NoSchedule"}},
 			"config": map[string]any{
 				"kernelVersion":   kv,
 				"containerImage":  "example.invalid/bootproof/" + m.Name + ":" + kv,

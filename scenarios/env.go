@@ -124,3 +124,9 @@ var NMCResource = schema.GroupVersionResource{Group: "kmm.sigs.x-k8s.io", Versio
 
 // CaseLabel marks every object of one case.
 const CaseLabel = "bootproof.dev/case"
+
+// SimulatedTaintKey is the taint simulated nodes carry in a shared
+// cluster (kind) so its own DaemonSets stay off them; every
+// NodeModulesConfig entry the engine writes tolerates it, so worker pods
+// run there.
+const SimulatedTaintKey = "bootproof.dev/simulated"

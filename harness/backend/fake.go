@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -25,17 +26,24 @@ import (
 // identity.
 type Fake struct {
 	Cluster scenarios.Cluster
+	// Taints go on every simulated node, e.g. SimulatedTaint in a kind
+	// cluster so its own DaemonSets stay off them.
+	Taints []corev1.Taint
 
 	rbacOnce sync.Once
 	rbacErr  error
 }
 
+// SimulatedTaint marks simulated nodes in a shared cluster; the engine's
+// NodeModulesConfig entries tolerate it (scenarios.SimulatedTaintKey).
+var SimulatedTaint = corev1.Taint{Key: scenarios.SimulatedTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}
+
 // Name implements scenarios.NodeBackend.
 func (f *Fake) Name() string { return "fake" }
 
 func (f *Fake) fleetClient(ctx context.Context) (kubernetes.Interface, error) {
-	iss, ok := f.Cluster.(cluster.CredentialIssuer)
-	if !ok {
+	iss := cluster.IssuerOf(f.Cluster)
+	if iss == nil {
 		return kubernetes.NewForConfig(f.Cluster.RESTConfig())
 	}
 	f.rbacOnce.Do(func() {
@@ -77,7 +85,7 @@ func (f *Fake) Provision(ctx context.Context, req scenarios.ProvisionRequest) (s
 		return nil, err
 	}
 	var nodeClient func(string) (kubernetes.Interface, error)
-	if iss, ok := f.Cluster.(cluster.CredentialIssuer); ok {
+	if iss := cluster.IssuerOf(f.Cluster); iss != nil {
 		nodeClient = func(name string) (kubernetes.Interface, error) {
 			rc, err := iss.NodeRESTConfig(name)
 			if err != nil {
@@ -97,7 +105,7 @@ func (f *Fake) Provision(ctx context.Context, req scenarios.ProvisionRequest) (s
 		}
 		nodeClient = func(string) (kubernetes.Interface, error) { return shared, nil }
 	}
-	fleet, err := fakes.NewFleet(fakes.FleetConfig{Names: req.Names, Timing: timing, Client: client, NodeClient: nodeClient, Labels: req.Labels})
+	fleet, err := fakes.NewFleet(fakes.FleetConfig{Names: req.Names, Timing: timing, Client: client, NodeClient: nodeClient, Labels: req.Labels, Taints: f.Taints})
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/bootproof/bootproof/harness/backend"
 	"github.com/bootproof/bootproof/harness/cluster"
@@ -40,6 +41,10 @@ type runOptions struct {
 	kubeconfig    string
 	binDir        string
 	scenarioFiles []string
+	kindCluster   string
+	kindImage     string
+	retain        bool
+	nodeCreds     string
 }
 
 // Defaults of 'bootproof run' on the embedded cluster.
@@ -76,6 +81,10 @@ error, an invalid run or an infrastructure fault.`,
 	f.StringVar(&o.reportDir, "report-dir", "", "report directory (default reports/<timestamp>, with reports/latest pointing to it)")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig for --cluster kubeconfig (default $KUBECONFIG)")
 	f.StringVar(&o.binDir, "bin-dir", "", "control-plane binaries for the embedded cluster (default as for 'controlplane up')")
+	f.StringVar(&o.kindCluster, "kind-cluster", "", "with --cluster kind: reuse this existing kind cluster instead of creating one")
+	f.StringVar(&o.kindImage, "kind-image", cluster.DefaultKindImage, "with --cluster kind: the node image")
+	f.BoolVar(&o.retain, "retain", false, "with --cluster kind: keep the cluster bootproof created")
+	f.StringVar(&o.nodeCreds, "node-credentials", "shared", "with --cluster kubeconfig: shared (simulated nodes act with the kubeconfig's identity) or csr (each node gets system:node:<name> through an approved CertificateSigningRequest)")
 	return cmd
 }
 
@@ -133,6 +142,8 @@ func runRun(ctx context.Context, s Streams, o runOptions) error {
 	}
 
 	var cl scenarios.Cluster
+	var simulatedTaints []corev1.Taint
+	runFailed := true
 	switch o.cluster {
 	case "embedded":
 		grace := o.grace
@@ -151,13 +162,38 @@ func runRun(ctx context.Context, s Streams, o runOptions) error {
 		defer e.Stop()
 		cl = e
 	case "kubeconfig":
-		k, err := cluster.NewKubeconfig(o.kubeconfig, o.grace)
+		if o.nodeCreds != "shared" && o.nodeCreds != "csr" {
+			return withCode(ExitUsage, fmt.Errorf("invalid --node-credentials %q: accepted: shared, csr", o.nodeCreds))
+		}
+		k, err := cluster.NewKubeconfig(ctx, o.kubeconfig, o.grace, o.nodeCreds == "csr")
 		if err != nil {
 			return withCode(ExitUsage, err)
 		}
+		fmt.Fprintf(s.Err, "running against an existing cluster (grace period %s)\n", k.GracePeriod())
 		cl = k
 	case "kind":
-		return withCode(ExitInfra, errors.New("--cluster kind: kind needs a container engine (docker or podman) reachable from here, and this bootproof has no kind provider yet; 'make test' and '--cluster embedded' run without one"))
+		if err := cluster.KindPreflight(ctx); err != nil {
+			return withCode(ExitInfra, err)
+		}
+		grace := o.grace
+		if grace == 0 {
+			grace = DefaultRunGrace
+		}
+		name := o.kindCluster
+		if name == "" {
+			name = "bootproof"
+		}
+		fmt.Fprintf(s.Err, "starting kind cluster %s (grace period %s)\n", name, grace)
+		k, err := cluster.StartKind(ctx, cluster.KindConfig{Name: name, Reuse: o.kindCluster != "", Retain: o.retain,
+			Image: o.kindImage, GracePeriod: grace, MonitorPeriod: o.monitor, LogDir: o.reportDir})
+		if err != nil {
+			return withCode(ExitInfra, err)
+		}
+		failed := true
+		defer func() { _ = k.Stop(failed) }()
+		defer func() { failed = runFailed }()
+		cl = k
+		simulatedTaints = []corev1.Taint{backend.SimulatedTaint}
 	default:
 		return withCode(ExitUsage, fmt.Errorf("invalid --cluster %q: accepted: embedded, kind, kubeconfig", o.cluster))
 	}
@@ -176,7 +212,7 @@ func runRun(ctx context.Context, s Streams, o runOptions) error {
 	prog := newProgress(s.Out)
 	start := time.Now()
 	prog.start()
-	res := runner.Run(ctx, runner.Config{Cluster: cl, Backend: &backend.Fake{Cluster: cl}, Subjects: subjects,
+	res := runner.Run(ctx, runner.Config{Cluster: cl, Backend: &backend.Fake{Cluster: cl, Taints: simulatedTaints}, Subjects: subjects,
 		Scenarios: selected, Parallel: o.parallel, MaxNodes: o.maxNodes, Progress: prog})
 	prog.stop()
 	if err := reports.Write(dir, res, time.Now()); err != nil {
@@ -189,6 +225,7 @@ func runRun(ctx context.Context, s Streams, o runOptions) error {
 	}
 	printSummary(s.Out, res)
 	n := reports.Count(res)
+	runFailed = n.Fail+n.Error > 0
 	fmt.Fprintf(s.Out, "%d passed, %d failed, %d errors, %d skipped in %s\nreport: %s\n", n.Pass, n.Fail, n.Error, n.Skipped,
 		time.Since(start).Round(time.Second), filepath.Join(dir, reports.HTMLFile))
 	switch {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -63,19 +64,23 @@ func (e *Embedded) UserRESTConfig(user string, groups ...string) (*rest.Config, 
 // Stop stops the control plane.
 func (e *Embedded) Stop() { e.CP.Stop() }
 
-// Kubeconfig is an existing cluster reached through a kubeconfig.
+// Kubeconfig is an existing cluster reached through a kubeconfig; the
+// harness starts nothing in it.
 type Kubeconfig struct {
+	// csr, when set, issues per-node identities through approved
+	// CertificateSigningRequests; otherwise nodes act with the
+	// kubeconfig's identity.
+	csr   *CSRIssuer
 	Path  string
 	Grace time.Duration
 	rc    *rest.Config
 }
 
 // NewKubeconfig loads path (or $KUBECONFIG, ~/.kube/config when empty).
-// The grace period cannot be read from every cluster, so it is given.
-func NewKubeconfig(path string, grace time.Duration) (*Kubeconfig, error) {
-	if grace <= 0 {
-		return nil, fmt.Errorf("--grace-period is required with --cluster kubeconfig: bootproof cannot read kube-controller-manager's --node-monitor-grace-period from every cluster; give the value the cluster runs with (Kubernetes' default is 50s)")
-	}
+// With grace zero it reads the grace period from the cluster's
+// kube-controller-manager, which works on kubeadm-style clusters; where it
+// cannot, it says that --grace-period is needed.
+func NewKubeconfig(ctx context.Context, path string, grace time.Duration, csr bool) (*Kubeconfig, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = path
 	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
@@ -83,7 +88,23 @@ func NewKubeconfig(path string, grace time.Duration) (*Kubeconfig, error) {
 		return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
 	}
 	rc.QPS, rc.Burst = 200, 400
-	return &Kubeconfig{Path: path, Grace: grace, rc: rc}, nil
+	if grace < 0 {
+		return nil, fmt.Errorf("invalid --grace-period %s: accepted: a positive duration", grace)
+	}
+	if grace == 0 {
+		cs, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			return nil, err
+		}
+		if grace, err = DetectGracePeriod(ctx, cs); err != nil {
+			return nil, fmt.Errorf("--cluster kubeconfig needs --grace-period: bootproof could not read kube-controller-manager's --node-monitor-grace-period from the cluster (%v); give the value the cluster runs with (Kubernetes' default is 50s)", err)
+		}
+	}
+	k := &Kubeconfig{Path: path, Grace: grace, rc: rc}
+	if csr {
+		k.csr = &CSRIssuer{Admin: rc}
+	}
+	return k, nil
 }
 
 // Name implements scenarios.Cluster.
@@ -94,3 +115,24 @@ func (k *Kubeconfig) RESTConfig() *rest.Config { return rest.CopyConfig(k.rc) }
 
 // GracePeriod implements scenarios.Cluster.
 func (k *Kubeconfig) GracePeriod() time.Duration { return k.Grace }
+
+// Issuer returns the cluster's CredentialIssuer, or nil when nodes share
+// the kubeconfig's identity.
+func (k *Kubeconfig) Issuer() CredentialIssuer {
+	if k.csr == nil {
+		return nil
+	}
+	return k.csr
+}
+
+// IssuerOf returns the CredentialIssuer of a cluster, or nil when its
+// clients all share one identity.
+func IssuerOf(c any) CredentialIssuer {
+	if p, ok := c.(interface{ Issuer() CredentialIssuer }); ok {
+		return p.Issuer()
+	}
+	if i, ok := c.(CredentialIssuer); ok {
+		return i
+	}
+	return nil
+}

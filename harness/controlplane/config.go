@@ -22,7 +22,8 @@ const (
 // node and pod state: the node lifecycle controller (Ready=Unknown and the
 // unreachable taints), taint-based eviction, the garbage collector (owner
 // references) and pod GC, plus the service-account controller that creates
-// the "default" ServiceAccount pods need in every namespace.
+// the "default" ServiceAccount pods need in every namespace, and the CSR
+// signer, so identities can be issued as on a kubeadm cluster.
 var DefaultControllers = []string{
 	"node-lifecycle-controller",
 	"taint-eviction-controller",
@@ -30,6 +31,7 @@ var DefaultControllers = []string{
 	"pod-garbage-collector-controller",
 	"serviceaccount-controller",
 	"namespace-controller",
+	"certificatesigningrequest-signing-controller",
 }
 
 // KnownControllers lists the kube-controller-manager v1.37 controller names

@@ -251,6 +251,8 @@ func start(ctx context.Context, cfg Config, bins Binaries) (_ *ControlPlane, ret
 		"--client-ca-file=" + pki.ca,
 		"--root-ca-file=" + pki.ca,
 		"--service-account-private-key-file=" + pki.saKey,
+		"--cluster-signing-cert-file=" + pki.ca,
+		"--cluster-signing-key-file=" + pki.caKey,
 		"--use-service-account-credentials=true",
 		"--leader-elect=false",
 		"--controllers=" + cfg.controllersFlag(),

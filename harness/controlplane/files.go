@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"crypto/x509"
 	"fmt"
 	"net"
 	"os"
@@ -13,7 +14,7 @@ import (
 
 // pkiFiles are the paths of the certificates and keys the processes read.
 type pkiFiles struct {
-	ca                                  string
+	ca, caKey                           string
 	etcdCA                              string
 	etcdCAPEM                           []byte
 	etcdServerCert, etcdServerKey       string
@@ -50,6 +51,16 @@ func (cp *ControlPlane) writePKI() (*pkiFiles, error) {
 	f.etcdCAPEM = cp.etcdCA.CertPEM
 	if err := os.WriteFile(f.ca, cp.ca.CertPEM, 0o644); err != nil {
 		return nil, fmt.Errorf("write CA: %w", err)
+	}
+	caKey, err := x509.MarshalPKCS8PrivateKey(cp.ca.Key)
+	if err != nil {
+		return nil, fmt.Errorf("encode CA key: %w", err)
+	}
+	f.caKey = filepath.Join(dir, "ca.key")
+	// kube-controller-manager signs approved CertificateSigningRequests
+	// with the cluster CA, as kubeadm clusters do.
+	if err := os.WriteFile(f.caKey, pemBlock("PRIVATE KEY", caKey), 0o600); err != nil {
+		return nil, fmt.Errorf("write CA key: %w", err)
 	}
 	if err := os.WriteFile(f.etcdCA, cp.etcdCA.CertPEM, 0o644); err != nil {
 		return nil, fmt.Errorf("write etcd CA: %w", err)

@@ -74,6 +74,13 @@ func Run(ctx context.Context, cfg Config) scenarios.Results {
 		go func() {
 			defer wg.Done()
 			for j := range ch {
+				if ctx.Err() != nil {
+					// Interrupted: the remaining cases do not run.
+					out[j.i] = scenarios.CaseResult{Scenario: j.s.Name, Subject: j.subj.Name(), Cluster: cfg.Cluster.Name(),
+						Nodes: cfg.Backend.Name(), Expected: j.s.Expect[j.subj.Name()], Observed: scenarios.Error,
+						Verdict: scenarios.Error, Message: "not run: interrupted (" + ctx.Err().Error() + ")"}
+					continue
+				}
 				if cfg.Progress != nil {
 					cfg.Progress.Started(j.s.Name, j.subj.Name())
 				}

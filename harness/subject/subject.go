@@ -62,7 +62,7 @@ func (k *KMM) Prepare(ctx context.Context, req scenarios.SubjectRequest) error {
 func (k *KMM) Start(ctx context.Context, req scenarios.SubjectRequest) (scenarios.SubjectInstance, error) {
 	admin := k.Cluster.RESTConfig()
 	rc := admin
-	if iss, ok := k.Cluster.(cluster.CredentialIssuer); ok {
+	if iss := cluster.IssuerOf(k.Cluster); iss != nil {
 		var err error
 		// Exactly the RBAC manifest's permissions: a missing verb fails.
 		if rc, err = iss.UserRESTConfig("bootproof:kmm:"+req.Namespace, kmm.RBACGroup); err != nil {

@@ -1,0 +1,106 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bootproof/bootproof/harness/cli"
+	"github.com/bootproof/bootproof/harness/controlplane"
+	"github.com/bootproof/bootproof/harness/controlplane/cptest"
+	"github.com/bootproof/bootproof/reports"
+	"github.com/bootproof/bootproof/scenarios"
+)
+
+func TestRunBadInput(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"unknown subject", []string{"run", "--subject", "kmm"}, []string{"--subject", `"kmm"`, "bootid, legacy, external"}},
+		{"unknown scenario", []string{"run", "--scenario", "no-such"}, []string{"--scenario", "no-such", "fast-reboot-0.5g"}},
+		{"unknown timing", []string{"run", "--timing", "slow"}, []string{"--timing", "fast, kubelet-defaults"}},
+		{"unknown cluster", []string{"run", "--cluster", "minikube"}, []string{"--cluster", "embedded, kind, kubeconfig"}},
+		{"bad parallel", []string{"run", "--parallel", "0"}, []string{"--parallel", "1 or more"}},
+		{"bad scenario file", []string{"run", "--scenario-file", "../../scenarios/testdata/invalid-downtime.yaml"}, []string{"invalid-downtime.yaml:6", "actions[0].reboot.downtime"}},
+		{"negative grace", []string{"run", "--grace-period=-1s"}, []string{"--grace-period", "at least 1s"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			if code := cli.Run(context.Background(), tc.args, &out, &errb); code != cli.ExitUsage {
+				t.Errorf("exit %d, want %d; stderr %s", code, cli.ExitUsage, errb.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errb.String(), w) {
+					t.Errorf("stderr %q lacks %q", errb.String(), w)
+				}
+			}
+		})
+	}
+}
+
+// TestRunKindWithoutContainerEngine: kind cannot run here; the command
+// must exit 2 and say why and what runs instead.
+func TestRunKindWithoutContainerEngine(t *testing.T) {
+	if exec.Command("docker", "info").Run() == nil || exec.Command("podman", "info").Run() == nil {
+		t.Skip("a container engine answers here, so the kind preflight passes and its failure cannot be observed")
+	}
+	var out, errb bytes.Buffer
+	code := cli.Run(context.Background(), []string{"run", "--cluster", "kind", "--scenario", "fast-reboot-0.5g"}, &out, &errb)
+	if code != cli.ExitInfra || !strings.Contains(errb.String(), "kind needs a container engine") || !strings.Contains(errb.String(), "make test") {
+		t.Errorf("exit %d, stderr %q", code, errb.String())
+	}
+}
+
+func TestList(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := cli.Run(context.Background(), []string{"list"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, w := range []string{"NAME", "fast-reboot-0.5g", "bootid=pass legacy=fail", "reboot-storm"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("list lacks %q", w)
+		}
+	}
+}
+
+// TestRunCatalogAgainstKubeconfigCluster runs the whole catalog with both
+// subjects through 'bootproof run --cluster kubeconfig' against an
+// embedded control plane started separately: the harness starts nothing
+// there, nodes get system:node identities through CSRs, and every verdict
+// must pass.
+func TestRunCatalogAgainstKubeconfigCluster(t *testing.T) {
+	cp := cptest.Start(t, controlplane.Config{GracePeriod: 10 * time.Second, MonitorPeriod: time.Second})
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	code := cli.Run(context.Background(), []string{"run", "--cluster", "kubeconfig", "--kubeconfig", cp.Kubeconfig(),
+		"--grace-period", "10s", "--node-credentials", "csr", "--parallel", "4", "--max-nodes", "10", "--report-dir", dir}, &out, &errb)
+	res, err := reports.ReadResults(filepath.Join(dir, reports.ResultsFile))
+	if err != nil {
+		t.Fatalf("exit %d, no results: %v\nstdout:\n%s", code, err, out.String())
+	}
+	all, _ := scenarios.Catalog()
+	if len(res.Cases) != 2*len(all) {
+		t.Errorf("%d cases, want %d (catalog x bootid, legacy)", len(res.Cases), 2*len(all))
+	}
+	for _, c := range res.Cases {
+		if c.Cluster != "kubeconfig" {
+			t.Errorf("%s ran on cluster %q", reports.CaseName(c), c.Cluster)
+		}
+		if c.Verdict != scenarios.Pass {
+			t.Errorf("%s: %s (expected %s, observed %s): %s", reports.CaseName(c), c.Verdict, c.Expected, c.Observed, c.Message)
+		}
+	}
+	if code != 0 {
+		t.Errorf("exit %d\nstdout:\n%s", code, out.String())
+	}
+	if !strings.Contains(out.String(), "report: "+filepath.Join(dir, reports.HTMLFile)) {
+		t.Errorf("stdout does not name the report: %s", out.String())
+	}
+}

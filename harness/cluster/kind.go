@@ -1,0 +1,245 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	kindcluster "sigs.k8s.io/kind/pkg/cluster"
+	"sigs.k8s.io/yaml"
+)
+
+// DefaultKindImage is the kind node image bootproof pins: Kubernetes
+// v1.37.0, the node image sigs.k8s.io/kind v0.33.0 is released with.
+const DefaultKindImage = "kindest/node:v1.37.0@sha256:a1ed56cfb0e7b93589bdf97c8cd566405a265939e3620fc4f5de89adff580ae5"
+
+// KindConfig configures a kind cluster.
+type KindConfig struct {
+	// Name of the cluster; default "bootproof".
+	Name string
+	// Image is the node image; default DefaultKindImage.
+	Image string
+	// GracePeriod and MonitorPeriod go to kube-controller-manager.
+	GracePeriod   time.Duration
+	MonitorPeriod time.Duration
+	// Reuse takes an existing cluster of this name instead of creating
+	// one; it is never deleted.
+	Reuse bool
+	// Retain keeps a created cluster at the end.
+	Retain bool
+	// LogDir receives the cluster's logs when Stop is told the run failed.
+	LogDir string
+	// WaitForReady bounds the wait for the control plane; default 5m.
+	WaitForReady time.Duration
+}
+
+func (c KindConfig) defaults() KindConfig {
+	if c.Name == "" {
+		c.Name = "bootproof"
+	}
+	if c.Image == "" {
+		c.Image = DefaultKindImage
+	}
+	if c.GracePeriod == 0 {
+		c.GracePeriod = 10 * time.Second
+	}
+	if c.MonitorPeriod == 0 {
+		c.MonitorPeriod = time.Second
+	}
+	if c.WaitForReady == 0 {
+		c.WaitForReady = 5 * time.Minute
+	}
+	return c
+}
+
+// kubeadm v1beta4 (Kubernetes 1.31+) takes extraArgs as a list.
+type kubeadmArg struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+type kubeadmClusterConfiguration struct {
+	Kind              string `json:"kind"`
+	ControllerManager struct {
+		ExtraArgs []kubeadmArg `json:"extraArgs"`
+	} `json:"controllerManager"`
+}
+
+type kindNode struct {
+	Role  string `json:"role"`
+	Image string `json:"image"`
+}
+
+type kindClusterConfig struct {
+	Kind                 string     `json:"kind"`
+	APIVersion           string     `json:"apiVersion"`
+	Name                 string     `json:"name"`
+	Nodes                []kindNode `json:"nodes"`
+	KubeadmConfigPatches []string   `json:"kubeadmConfigPatches"`
+}
+
+// KindClusterConfig renders the kind cluster configuration: one
+// control-plane node of the pinned image, and a kubeadm patch that sets
+// kube-controller-manager's grace and monitor periods.
+func KindClusterConfig(cfg KindConfig) ([]byte, error) {
+	cfg = cfg.defaults()
+	var kc kubeadmClusterConfiguration
+	kc.Kind = "ClusterConfiguration"
+	kc.ControllerManager.ExtraArgs = []kubeadmArg{
+		{Name: "node-monitor-grace-period", Value: cfg.GracePeriod.String()},
+		{Name: "node-monitor-period", Value: cfg.MonitorPeriod.String()},
+	}
+	patch, err := yaml.Marshal(kc)
+	if err != nil {
+		return nil, err
+	}
+	return yaml.Marshal(kindClusterConfig{
+		Kind: "Cluster", APIVersion: "kind.x-k8s.io/v1alpha4", Name: cfg.Name,
+		Nodes:                []kindNode{{Role: "control-plane", Image: cfg.Image}},
+		KubeadmConfigPatches: []string{string(patch)},
+	})
+}
+
+// ErrNoContainerEngine is returned by KindPreflight when neither docker
+// nor podman answers.
+var ErrNoContainerEngine = errors.New("kind needs a container engine, and neither docker nor podman is reachable here; 'make test' and 'bootproof run --cluster embedded' run the catalog without one")
+
+// KindPreflight checks that a container engine answers (docker info, then
+// podman info).
+func KindPreflight(ctx context.Context) error {
+	var tried []string
+	for _, engine := range []string{"docker", "podman"} {
+		path, err := exec.LookPath(engine)
+		if err != nil {
+			tried = append(tried, engine+": not installed")
+			continue
+		}
+		c, cancel := context.WithTimeout(ctx, 20*time.Second)
+		out, err := exec.CommandContext(c, path, "info", "--format", "{{.ServerVersion}}").CombinedOutput()
+		cancel()
+		if err == nil {
+			return nil
+		}
+		tried = append(tried, fmt.Sprintf("%s info: %v: %s", engine, err, firstLine(out)))
+	}
+	return fmt.Errorf("%w (%v)", ErrNoContainerEngine, tried)
+}
+
+func firstLine(b []byte) string {
+	for i, c := range b {
+		if c == '\n' {
+			return string(b[:i])
+		}
+	}
+	return string(b)
+}
+
+// Kind is a kind cluster (created here, or reused by name) with simulated
+// nodes joining its API server as system:node identities issued through
+// CSRs.
+type Kind struct {
+	*CSRIssuer
+	cfg        KindConfig
+	provider   *kindcluster.Provider
+	kubeconfig string
+	rc         *rest.Config
+	created    bool
+}
+
+// StartKind creates (or reuses) the cluster and waits until it is ready.
+// The kubeconfig goes to a 0600 temporary file, never into ~/.kube/config.
+func StartKind(ctx context.Context, cfg KindConfig) (_ *Kind, retErr error) {
+	cfg = cfg.defaults()
+	if err := KindPreflight(ctx); err != nil {
+		return nil, err
+	}
+	provider := kindcluster.NewProvider()
+	f, err := os.CreateTemp("", "bootproof-kind-*.kubeconfig")
+	if err != nil {
+		return nil, err
+	}
+	f.Close()
+	if err := os.Chmod(f.Name(), 0o600); err != nil {
+		return nil, err
+	}
+	k := &Kind{cfg: cfg, provider: provider, kubeconfig: f.Name()}
+	defer func() {
+		if retErr != nil {
+			k.Stop(true)
+		}
+	}()
+	existing, err := provider.List()
+	if err != nil {
+		return nil, fmt.Errorf("list kind clusters: %w", err)
+	}
+	switch {
+	case cfg.Reuse:
+		if !slices.Contains(existing, cfg.Name) {
+			return nil, fmt.Errorf("--kind-cluster %s: no such kind cluster (have %v)", cfg.Name, existing)
+		}
+	case slices.Contains(existing, cfg.Name):
+		return nil, fmt.Errorf("a kind cluster named %s exists already: reuse it with --kind-cluster %s or delete it with 'kind delete cluster --name %s'", cfg.Name, cfg.Name, cfg.Name)
+	default:
+		raw, err := KindClusterConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		if err := provider.Create(cfg.Name, kindcluster.CreateWithRawConfig(raw), kindcluster.CreateWithWaitForReady(cfg.WaitForReady),
+			kindcluster.CreateWithKubeconfigPath(k.kubeconfig), kindcluster.CreateWithDisplayUsage(false), kindcluster.CreateWithDisplaySalutation(false)); err != nil {
+			return nil, fmt.Errorf("create kind cluster %s: %w", cfg.Name, err)
+		}
+		k.created = true
+	}
+	raw, err := provider.KubeConfig(cfg.Name, false)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig of kind cluster %s: %w", cfg.Name, err)
+	}
+	if err := os.WriteFile(k.kubeconfig, []byte(raw), 0o600); err != nil {
+		return nil, err
+	}
+	rc, err := clientcmd.RESTConfigFromKubeConfig([]byte(raw))
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig of kind cluster %s: %w", cfg.Name, err)
+	}
+	rc.QPS, rc.Burst = 200, 400
+	k.rc = rc
+	k.CSRIssuer = &CSRIssuer{Admin: rc}
+	return k, nil
+}
+
+// Name implements scenarios.Cluster.
+func (k *Kind) Name() string { return "kind" }
+
+// RESTConfig implements scenarios.Cluster.
+func (k *Kind) RESTConfig() *rest.Config { return rest.CopyConfig(k.rc) }
+
+// GracePeriod implements scenarios.Cluster.
+func (k *Kind) GracePeriod() time.Duration { return k.cfg.GracePeriod }
+
+// Kubeconfig is the path of the cluster's 0600 kubeconfig file.
+func (k *Kind) Kubeconfig() string { return k.kubeconfig }
+
+// Stop exports the logs when failed and LogDir is set, deletes a cluster
+// it created unless Retain, and removes the kubeconfig file.
+func (k *Kind) Stop(failed bool) error {
+	var errs []error
+	if failed && k.cfg.LogDir != "" {
+		if err := k.provider.CollectLogs(k.cfg.Name, filepath.Join(k.cfg.LogDir, "kind-logs")); err != nil {
+			errs = append(errs, fmt.Errorf("export kind logs: %w", err))
+		}
+	}
+	if k.created && !k.cfg.Retain {
+		if err := k.provider.Delete(k.cfg.Name, k.kubeconfig); err != nil {
+			errs = append(errs, fmt.Errorf("delete kind cluster %s: %w", k.cfg.Name, err))
+		}
+	}
+	_ = os.Remove(k.kubeconfig)
+	return errors.Join(errs...)
+}
