@@ -68,6 +68,45 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// startCLI runs this test binary as the bootproof command with args and
+// returns the process, its first line of output and its stderr. It kills
+// the process when the test ends.
+func startCLI(t *testing.T, args ...string) (*exec.Cmd, string, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), envRunCLI+"=1")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &bytes.Buffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	first := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		if sc.Scan() {
+			first <- sc.Text()
+		}
+		close(first)
+		for sc.Scan() {
+		}
+	}()
+	select {
+	case l, ok := <-first:
+		if !ok {
+			t.Fatalf("bootproof %v printed nothing; stderr:\n%s", args, stderr.String())
+		}
+		return cmd, l, stderr
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("bootproof %v: no first line within 3 minutes; stderr:\n%s", args, stderr.String())
+	}
+	return nil, "", nil
+}
+
 // TestControlPlaneUpStopsOnSIGINT runs 'bootproof controlplane up' as a
 // real process, waits for its ready line, sends SIGINT and checks that it
 // exits 0 and that none of its children remains.
@@ -75,34 +114,8 @@ func TestControlPlaneUpStopsOnSIGINT(t *testing.T) {
 	cptest.RequireBinaries(t)
 	dir := t.TempDir()
 	kubeconfigOut := filepath.Join(t.TempDir(), "kubeconfig")
-	cmd := exec.Command(os.Args[0], "controlplane", "up", "--grace-period", "6s", "--monitor-period", "1s",
+	cmd, ready, stderr := startCLI(t, "controlplane", "up", "--grace-period", "6s", "--monitor-period", "1s",
 		"--dir", dir, "--kubeconfig-out", kubeconfigOut)
-	cmd.Env = append(os.Environ(), envRunCLI+"=1")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-
-	lines := make(chan string, 10)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	var ready string
-	select {
-	case ready = <-lines:
-	case <-time.After(3 * time.Minute):
-		t.Fatalf("no ready line; stderr:\n%s", stderr.String())
-	}
 	if !strings.Contains(ready, "ready") || !strings.Contains(ready, kubeconfigOut) {
 		t.Fatalf("first line %q lacks 'ready' and the kubeconfig path %s", ready, kubeconfigOut)
 	}

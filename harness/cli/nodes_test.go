@@ -1,11 +1,9 @@
 package cli_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -27,34 +25,10 @@ import (
 func TestNodesRunAndReboot(t *testing.T) {
 	cp := cptest.Start(t, controlplane.Config{GracePeriod: 8 * time.Second, MonitorPeriod: time.Second})
 	sock := filepath.Join(t.TempDir(), "nodes.sock")
-	cmd := exec.Command(os.Args[0], "nodes", "run", "--kubeconfig", cp.Kubeconfig(), "--count", "2", "--prefix", "cli-",
+	cmd, first, stderr := startCLI(t, "nodes", "run", "--kubeconfig", cp.Kubeconfig(), "--count", "2", "--prefix", "cli-",
 		"--timing", "fast", "--control-socket", sock)
-	cmd.Env = append(os.Environ(), envRunCLI+"=1")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	lines := make(chan string, 10)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	select {
-	case l := <-lines:
-		if !strings.Contains(l, "2 simulated nodes ready") {
-			t.Fatalf("first line %q", l)
-		}
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("no ready line; stderr:\n%s", stderr.String())
+	if !strings.Contains(first, "2 simulated nodes ready") {
+		t.Fatalf("first line %q", first)
 	}
 
 	ctx := context.Background()
