@@ -102,6 +102,8 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		BootSource: controller.BootSource(o.RecordBootFrom),
 		Recorder:   mgr.GetEventRecorder("bootproof-kmm"),
 		Clock:      o.Clock,
+
+		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 	}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("set up reconciler: %w", err)

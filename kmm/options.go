@@ -19,6 +19,8 @@ const (
 	DefaultRecordBootFrom          = string(controller.BootFromWorker)
 	DefaultLeaderElectionNamespace = "default"
 	DefaultLeaderElectionID        = "bootproof-kmm"
+	// DefaultMaxConcurrentReconciles reconciles this many nodes at once.
+	DefaultMaxConcurrentReconciles = 16
 	// DefaultMetricsBindAddress "0" turns the metrics endpoint off.
 	DefaultMetricsBindAddress = "0"
 )
@@ -55,6 +57,10 @@ type Options struct {
 	// MetricsBindAddress serves Prometheus metrics (--metrics-bind-address);
 	// "0" turns them off.
 	MetricsBindAddress string
+	// MaxConcurrentReconciles is how many nodes are reconciled at once
+	// (--max-concurrent-reconciles); default DefaultMaxConcurrentReconciles.
+	// After a reboot storm every node needs a loader pod at once.
+	MaxConcurrentReconciles int
 	// HealthProbeBindAddress serves /healthz and /readyz
 	// (--health-probe-bind-address); empty or "0" turns them off.
 	HealthProbeBindAddress string
@@ -82,6 +88,9 @@ func (o Options) Default() Options {
 	if o.Detector == "" {
 		o.Detector = DefaultDetector
 	}
+	if o.MaxConcurrentReconciles == 0 {
+		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
+	}
 	if o.RecordBootFrom == "" {
 		o.RecordBootFrom = DefaultRecordBootFrom
 	}
@@ -107,6 +116,10 @@ func (o Options) Validate() error {
 	if !detect.Known(o.Detector) {
 		return &OptionsError{Field: "Detector", Flag: "--detector", Value: o.Detector,
 			Accepted: strings.Join(detect.Names, ", ") + " (bootid compares boot IDs; legacy is the negative control that misses fast reboots)"}
+	}
+	if o.MaxConcurrentReconciles < 1 {
+		return &OptionsError{Field: "MaxConcurrentReconciles", Flag: "--max-concurrent-reconciles", Value: fmt.Sprint(o.MaxConcurrentReconciles),
+			Accepted: "1 or more"}
 	}
 	if !slices.Contains(controller.BootSources, controller.BootSource(o.RecordBootFrom)) {
 		names := make([]string, len(controller.BootSources))

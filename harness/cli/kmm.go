@@ -46,6 +46,7 @@ on by default.`,
 	f.StringVar(&ko.o.LeaderElectionNamespace, "leader-election-namespace", kmm.DefaultLeaderElectionNamespace, "namespace of the leader-election Lease")
 	f.StringVar(&ko.o.LeaderElectionID, "leader-election-id", kmm.DefaultLeaderElectionID, "name of the leader-election Lease")
 	f.StringVar(&ko.o.MetricsBindAddress, "metrics-bind-address", kmm.DefaultMetricsBindAddress, "address of the metrics endpoint; 0 turns it off")
+	f.IntVar(&ko.o.MaxConcurrentReconciles, "max-concurrent-reconciles", kmm.DefaultMaxConcurrentReconciles, "nodes reconciled at once")
 	f.StringVar(&ko.o.HealthProbeBindAddress, "health-probe-bind-address", "0", "address of /healthz and /readyz; 0 turns them off")
 	f.StringVar(&ko.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then the in-cluster config)")
 	f.BoolVar(&ko.install, "install", false, "apply the NodeModulesConfig CRD and the RBAC manifest before starting")

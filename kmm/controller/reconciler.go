@@ -74,6 +74,10 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Clock stamps lastTransitionTime when a pod reports no finish time.
 	Clock clock.PassiveClock
+	// MaxConcurrentReconciles is how many NodeModulesConfigs are
+	// reconciled at once (one node is never reconciled twice at once);
+	// default 1.
+	MaxConcurrentReconciles int
 }
 
 // pending is one reconcile's work, applied after all decisions are made.
