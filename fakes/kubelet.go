@@ -354,7 +354,7 @@ func (k *Kubelet) Reboot(ctx context.Context, spec RebootSpec) error {
 	}
 	k.stopLifetime()
 	rb.Halt()
-	k.log.Info("node down for reboot", "oldBootID", oldBoot, "downtime", spec.Downtime)
+	k.log.V(1).Info("node down for reboot", "oldBootID", oldBoot, "downtime", spec.Downtime)
 	select {
 	case <-ctx.Done():
 		return fmt.Errorf("reboot node %s (boot %s): %w", k.cfg.NodeName, oldBoot, ctx.Err())
@@ -364,7 +364,7 @@ func (k *Kubelet) Reboot(ctx context.Context, spec RebootSpec) error {
 	if err != nil {
 		return fmt.Errorf("reboot node %s: boot: %w", k.cfg.NodeName, err)
 	}
-	k.log.Info("node booted", "bootID", boot, "oldBootID", oldBoot, "kernelVersion", k.cfg.Kernel.Version())
+	k.log.V(1).Info("node booted", "bootID", boot, "oldBootID", oldBoot, "kernelVersion", k.cfg.Kernel.Version())
 	return k.startLifetime(ctx, spec.Startup)
 }
 

@@ -157,7 +157,7 @@ func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod) {
 			c.done, c.finished = true, k.cfg.Clock.Now()
 			if err != nil {
 				c.exitCode, c.reason, c.message = 1, "Error", err.Error()
-				log.Info("worker action failed", "action", action, "bootID", c.bootID, "error", err.Error())
+				log.V(1).Info("worker action failed", "action", action, "bootID", c.bootID, "error", err.Error())
 			} else {
 				c.exitCode, c.reason, c.message = 0, "Completed", msg.String()
 				log.V(1).Info("worker action done", "action", action, "bootID", msg.BootID, "modules", msg.Modules)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -69,7 +70,7 @@ func (k *KMM) Start(ctx context.Context, req scenarios.SubjectRequest) (scenario
 			return nil, err
 		}
 	}
-	log := logr.FromContextOrDiscard(ctx).WithName("kmm").V(2)
+	log := logr.New(quietSink{logr.FromContextOrDiscard(ctx).WithName("kmm").GetSink()}).V(2)
 	setCRLogger.Do(func() { ctrllog.SetLogger(log) })
 	in := &instance{rc: rc, log: log, opts: kmm.Options{
 		Detector: k.Detector, RecordBootFrom: k.RecordBootFrom, WorkerNamespaces: []string{req.Namespace},
@@ -79,6 +80,45 @@ func (k *KMM) Start(ctx context.Context, req scenarios.SubjectRequest) (scenario
 		return nil, err
 	}
 	return in, nil
+}
+
+// quietSink drops the errors a reconciler logs because the harness
+// stopped it (context canceled): they are the pause, not a fault.
+type quietSink struct{ logr.LogSink }
+
+func (q quietSink) Error(err error, msg string, kv ...any) {
+	if q.LogSink == nil || errors.Is(err, context.Canceled) || strings.Contains(fmt.Sprint(err), context.Canceled.Error()) {
+		return
+	}
+	q.LogSink.Error(err, msg, kv...)
+}
+
+func (q quietSink) Enabled(level int) bool { return q.LogSink != nil && q.LogSink.Enabled(level) }
+
+func (q quietSink) Info(level int, msg string, kv ...any) {
+	if q.LogSink != nil {
+		q.LogSink.Info(level, msg, kv...)
+	}
+}
+
+func (q quietSink) Init(info logr.RuntimeInfo) {
+	if q.LogSink != nil {
+		q.LogSink.Init(info)
+	}
+}
+
+func (q quietSink) WithValues(kv ...any) logr.LogSink {
+	if q.LogSink == nil {
+		return q
+	}
+	return quietSink{q.LogSink.WithValues(kv...)}
+}
+
+func (q quietSink) WithName(name string) logr.LogSink {
+	if q.LogSink == nil {
+		return q
+	}
+	return quietSink{q.LogSink.WithName(name)}
 }
 
 // setCRLogger gives controller-runtime's global logger a sink once, so it
