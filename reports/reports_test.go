@@ -157,3 +157,27 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("empty: %+v", e)
 	}
 }
+
+func TestRewrite(t *testing.T) {
+	dir := t.TempDir()
+	if err := Write(dir, sample(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, HTMLFile)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Rewrite(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Cases) != 4 || len(r.Cases[0].Trace) != 10 {
+		t.Errorf("rewritten results: %d cases, %d trace events in the first", len(r.Cases), len(r.Cases[0].Trace))
+	}
+	html, err := os.ReadFile(filepath.Join(dir, HTMLFile))
+	if err != nil || !strings.Contains(string(html), "boot aaaaaaaa") {
+		t.Errorf("index.html not rewritten with the trace: %v", err)
+	}
+	if _, err := Rewrite(t.TempDir()); err == nil {
+		t.Error("Rewrite of an empty directory succeeded")
+	}
+}

@@ -91,3 +91,28 @@ func ReadResults(path string) (scenarios.Results, error) {
 	}
 	return r, nil
 }
+
+// Rewrite reads results.json and trace.json from dir and writes every
+// report again (after a change of the report code, or of the HTML).
+func Rewrite(dir string) (scenarios.Results, error) {
+	r, err := ReadResults(filepath.Join(dir, ResultsFile))
+	if err != nil {
+		return r, fmt.Errorf("read results: %w", err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, TraceFile))
+	if err != nil {
+		return r, fmt.Errorf("read trace: %w", err)
+	}
+	var traces []scenarios.CaseTrace
+	if err := json.Unmarshal(data, &traces); err != nil {
+		return r, fmt.Errorf("%s: %w", filepath.Join(dir, TraceFile), err)
+	}
+	byCase := map[string][]scenarios.TraceEvent{}
+	for _, t := range traces {
+		byCase[t.Case] = t.Events
+	}
+	for i := range r.Cases {
+		r.Cases[i].Trace = byCase[CaseName(r.Cases[i])]
+	}
+	return r, Write(dir, r, time.Now())
+}

@@ -99,7 +99,7 @@ node never shows NotReady - each kernel module is loaded again in the new boot.`
 	root.AddCommand(newControlPlaneCommand(s))
 	root.AddCommand(newKMMCommand(s))
 	root.AddCommand(newNodesCommand(s))
-	root.AddCommand(newRunCommand(s), newListCommand(s))
+	root.AddCommand(newRunCommand(s), newListCommand(s), newReportCommand(s))
 	return root
 }
 
