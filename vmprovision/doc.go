@@ -2,4 +2,41 @@
 // distro kernel plus an initramfs whose /init is the lightweight kubelet
 // over the real kernel, and reboot modes (reset, guest, panic, power cycle,
 // pause) with controlled downtime.
+//
+// The pieces:
+//
+//   - RealKernel implements fakes.Kernel over the running Linux kernel:
+//     the boot ID from /proc/sys/kernel/random/boot_id, the release from
+//     uname(2), modprobe-like Load (modules.dep order, dependencies first,
+//     finit_module(2), MODULE_INIT_COMPRESSED_FILE for .ko.xz/.zst/.gz,
+//     EEXIST is success) and Unload (delete_module(2)), the loaded set
+//     from /proc/modules. Its root is injectable for tests.
+//   - AgentConfig is the guest agent's configuration (node name, API
+//     server as the guest reaches it, PEM credentials, timing, network);
+//     the agent itself is package vmprovision/agent and
+//     cmd/bootproof-agent.
+//   - FetchDebianKernel downloads the kernel behind linux-image-amd64 with
+//     apt-get into a cache directory, unpacks it with dpkg-deb and runs
+//     depmod -b. PlanImage/BuildImage build the main initramfs in Go
+//     (newc cpio, gzip): the agent as /init, the requested modules with
+//     their dependencies and a modules.dep restricted to them; it is
+//     cached by content hash. WriteBootInitramfs appends a small per-node
+//     archive with /etc/bootproof/agent.json, padded to the 4-byte
+//     boundary the kernel's unpacker needs.
+//   - DomainXML renders a node's libvirt domain (direct kernel boot, TCG
+//     or KVM, serial console to a file, a user-mode virtio NIC with the
+//     agent's control port forwarded to 127.0.0.1). Backend and NodeSet
+//     implement scenarios.NodeBackend and scenarios.NodeSet over a
+//     Hypervisor; the libvirt Hypervisor (ConnectLibvirt, cgo) is behind
+//     the libvirt build tag so the rest builds without libvirt headers.
+//
+// The guest reaches the host's loopback as 10.0.2.2 (QEMU user-mode
+// networking); the host reaches the agent's control API (GET /state, POST
+// /reboot, POST /panic, PUT/DELETE /modules/{name}) through the forwarded
+// port.
+//
+// Tests that boot real VMs run only with BOOTPROOF_VM_TEST=1:
+//
+//	BOOTPROOF_VM_TEST=1 go test ./vmprovision -run TestVMBootRebootQEMU -v
+//	BOOTPROOF_VM_TEST=1 go test -tags libvirt ./vmprovision -run TestLibvirtRebootModes -v
 package vmprovision

@@ -1,0 +1,266 @@
+//go:build linux
+
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	"golang.org/x/sys/unix"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/bootproof/bootproof/fakes"
+	"github.com/bootproof/bootproof/vmprovision"
+)
+
+// Options are the agent's command-line options; the defaults are right for
+// /init in a bootproof VM.
+type Options struct {
+	// ConfigPath is the agent configuration (vmprovision.AgentConfigPath).
+	ConfigPath string
+	// Root is the kernel's root for tests; empty means "/".
+	Root string
+	// SetupSystem mounts the pseudo file systems and configures the network
+	// (true when running as PID 1).
+	SetupSystem bool
+}
+
+// Main runs the agent with command-line arguments and returns the exit
+// code. As PID 1 it never returns on failure: it logs the error and
+// reboots after a pause, so a guest whose API server is not up yet
+// retries in a new boot.
+func Main(args []string) int {
+	fs := flag.NewFlagSet("bootproof-agent", flag.ContinueOnError)
+	opts := Options{SetupSystem: os.Getpid() == 1}
+	fs.StringVar(&opts.ConfigPath, "config", vmprovision.AgentConfigPath, "agent configuration file")
+	fs.StringVar(&opts.Root, "root", "", "root of /proc and /lib/modules (tests)")
+	fs.BoolVar(&opts.SetupSystem, "setup-system", opts.SetupSystem, "mount /proc, /sys, /dev and configure the network (default: when PID 1)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if opts.SetupSystem {
+		if err := mountPseudoFS(); err != nil {
+			fmt.Fprintf(os.Stderr, "bootproof-agent: %v\n", err)
+		}
+	}
+	console := openConsole()
+	if opts.SetupSystem {
+		// The image has no /dev/console, so the kernel started us without
+		// stdio; now that devtmpfs is mounted, make the console ours.
+		if f, ok := console.(*os.File); ok && f != os.Stderr {
+			for fd := 0; fd <= 2; fd++ {
+				_ = unix.Dup3(int(f.Fd()), fd, 0)
+			}
+		}
+	}
+	log := newLogger(console)
+	err := Run(logr.NewContext(context.Background(), log), opts)
+	if err == nil {
+		return 0
+	}
+	log.Error(err, "agent failed")
+	if os.Getpid() == 1 {
+		time.Sleep(5 * time.Second)
+		log.Info("rebooting after failure")
+		if err := rebootNow(); err != nil {
+			log.Error(err, "reboot")
+		}
+		select {}
+	}
+	return 1
+}
+
+// openConsole is /dev/console for writing, else stderr.
+func openConsole() io.Writer {
+	if f, err := os.OpenFile("/dev/console", os.O_WRONLY|os.O_APPEND, 0); err == nil {
+		return f
+	}
+	return os.Stderr
+}
+
+func newLogger(w io.Writer) logr.Logger {
+	var mu sync.Mutex
+	return funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, "%s bootproof-agent %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), prefix, args)
+	}, funcr.Options{Verbosity: 1})
+}
+
+// Run configures the guest and runs the kubelet until ctx ends.
+func Run(ctx context.Context, opts Options) error {
+	log := logr.FromContextOrDiscard(ctx)
+	f, err := os.Open(opts.ConfigPath)
+	if err != nil {
+		return fmt.Errorf("read agent config: %w", err)
+	}
+	cfg, err := vmprovision.DecodeAgentConfig(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("%s: %w", opts.ConfigPath, err)
+	}
+	kernel, err := vmprovision.NewRealKernel(vmprovision.RealKernelConfig{Root: opts.Root})
+	if err != nil {
+		return fmt.Errorf("node %s: %w", cfg.NodeName, err)
+	}
+	log.Info("boot", "node", cfg.NodeName, "bootID", kernel.BootID(), "kernel", kernel.Version())
+	for _, m := range cfg.Modules {
+		start := time.Now()
+		if err := kernel.Load(m); err != nil {
+			return fmt.Errorf("node %s: boot modules: %w", cfg.NodeName, err)
+		}
+		log.Info("module loaded", "module", m, "took", time.Since(start).String())
+	}
+	if opts.SetupSystem {
+		if err := setupNetwork(ctx, cfg.Network); err != nil {
+			return fmt.Errorf("node %s: %w", cfg.NodeName, err)
+		}
+		log.Info("network up", "interface", cfg.Network.Interface, "address", cfg.Network.Address, "gateway", cfg.Network.Gateway)
+	}
+	client, err := kubernetes.NewForConfig(RestConfig(cfg))
+	if err != nil {
+		return fmt.Errorf("node %s: api client: %w", cfg.NodeName, err)
+	}
+	addr := cfg.Network.Address
+	if ip, _, err := net.ParseCIDR(addr); err == nil {
+		addr = ip.String()
+	}
+	kubelet, err := fakes.New(fakes.Config{
+		NodeName: cfg.NodeName, Client: client, Kernel: kernel, Timing: cfg.TimingValue(),
+		Labels: cfg.Labels, Address: addr, OSImage: "bootproof VM (" + kernel.Version() + ")",
+	})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ln, err := net.Listen("tcp", ":"+strconv.Itoa(cfg.ControlPort))
+	if err != nil {
+		return fmt.Errorf("node %s: control api: %w", cfg.NodeName, err)
+	}
+	srv := &http.Server{Handler: ControlHandler(kernel, SystemMachine{}, log), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	log.Info("control api listening", "addr", ln.Addr().String())
+	return kubelet.Start(ctx)
+}
+
+// RestConfig is the API client configuration of the node.
+func RestConfig(cfg vmprovision.AgentConfig) *rest.Config {
+	return &rest.Config{
+		Host: cfg.APIServer,
+		TLSClientConfig: rest.TLSClientConfig{
+			CAData: []byte(cfg.CAData), CertData: []byte(cfg.CertData), KeyData: []byte(cfg.KeyData),
+			ServerName: cfg.TLSServerName,
+		},
+		UserAgent: "bootproof-agent/" + cfg.NodeName,
+		Timeout:   15 * time.Second,
+		QPS:       50, Burst: 100,
+	}
+}
+
+// Machine is what the control API does to the guest.
+type Machine interface {
+	// Reboot restarts the machine with reboot(2); it does not return on
+	// success.
+	Reboot() error
+	// Panic crashes the kernel (sysrq c); with panic=1 it reboots.
+	Panic() error
+}
+
+// SystemMachine is the running guest.
+type SystemMachine struct{}
+
+// Reboot implements Machine.
+func (SystemMachine) Reboot() error { return rebootNow() }
+
+// Panic implements Machine.
+func (SystemMachine) Panic() error {
+	if err := os.WriteFile("/proc/sysrq-trigger", []byte("c"), 0); err != nil {
+		return fmt.Errorf("sysrq panic: %w", err)
+	}
+	return nil
+}
+
+// State is what GET /state answers.
+type State struct {
+	BootID        string   `json:"bootID"`
+	KernelVersion string   `json:"kernelVersion"`
+	Modules       []string `json:"modules"`
+}
+
+// ControlHandler serves the agent's control API:
+//
+//	GET  /state   the boot ID, kernel release and /proc/modules (JSON State)
+//	POST /reboot  reboot(2) after the answer is sent
+//	POST /panic   kernel panic through sysrq after the answer is sent
+//	PUT    /modules/{name}  load a module like modprobe (a manual check;
+//	                        the kubelet's worker pods are the real path)
+//	DELETE /modules/{name}  unload it like modprobe -r
+func ControlHandler(k fakes.Kernel, m Machine, log logr.Logger) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /state", func(w http.ResponseWriter, r *http.Request) {
+		s := State{BootID: k.BootID(), KernelVersion: k.Version(), Modules: []string{}}
+		for _, lm := range k.Loaded() {
+			s.Modules = append(s.Modules, lm.Name)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(s)
+	})
+	act := func(name string, do func() error) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			log.Info("control request", "action", name, "bootID", k.BootID(), "from", r.RemoteAddr)
+			w.WriteHeader(http.StatusAccepted)
+			fmt.Fprintf(w, "%s of boot %s accepted\n", name, k.BootID())
+			if f, ok := w.(http.Flusher); ok {
+				f.Flush()
+			}
+			go func() {
+				time.Sleep(100 * time.Millisecond) // let the answer leave
+				if err := do(); err != nil {
+					log.Error(err, "control action failed", "action", name)
+				}
+			}()
+		}
+	}
+	module := func(name string, do func(string) error) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			mod := r.PathValue("name")
+			start := time.Now()
+			if err := do(mod); err != nil {
+				log.Error(err, "control request failed", "action", name, "module", mod)
+				code := http.StatusInternalServerError
+				if errors.Is(err, fakes.ErrUnknownModule) {
+					code = http.StatusNotFound
+				} else if errors.Is(err, fakes.ErrModuleInUse) {
+					code = http.StatusConflict
+				}
+				http.Error(w, err.Error(), code)
+				return
+			}
+			log.Info("control request", "action", name, "module", mod, "took", time.Since(start).String())
+			fmt.Fprintf(w, "%s %s in boot %s\n", name, mod, k.BootID())
+		}
+	}
+	mux.HandleFunc("PUT /modules/{name}", module("load", k.Load))
+	mux.HandleFunc("DELETE /modules/{name}", module("unload", k.Unload))
+	mux.HandleFunc("POST /reboot", act("reboot", m.Reboot))
+	mux.HandleFunc("POST /panic", act("panic", m.Panic))
+	return mux
+}
+
+// errNotPID1 guards the host from the reboot of a test.
+var errNotPID1 = errors.New("not PID 1")

@@ -1,0 +1,99 @@
+package vmprovision
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// DefaultDebianKernelPackage is the metapackage of Debian's amd64 kernel.
+const DefaultDebianKernelPackage = "linux-image-amd64"
+
+// ParseAptDepends picks the kernel package a metapackage depends on from
+// `apt-cache depends <meta>` output: the first "Depends: linux-image-..."
+// line.
+func ParseAptDepends(out, meta string) (string, error) {
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":")
+		if !ok || strings.TrimPrefix(k, "|") != "Depends" {
+			continue
+		}
+		v = strings.Trim(strings.TrimSpace(v), "<>")
+		if strings.HasPrefix(v, "linux-image-") && v != meta {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("apt-cache depends %s: no linux-image-* dependency in %q", meta, out)
+}
+
+// FetchDebianKernel downloads the kernel package behind meta (e.g.
+// linux-image-amd64) with apt-get into cacheDir/<package>, unpacks it
+// with dpkg-deb and runs depmod -b on it, once: a complete tree is reused.
+func FetchDebianKernel(ctx context.Context, cacheDir, meta string) (KernelTree, error) {
+	if meta == "" {
+		meta = DefaultDebianKernelPackage
+	}
+	out, err := run(ctx, "", "apt-cache", "depends", meta)
+	if err != nil {
+		return KernelTree{}, err
+	}
+	pkg, err := ParseAptDepends(out, meta)
+	if err != nil {
+		return KernelTree{}, err
+	}
+	dir := filepath.Join(cacheDir, pkg)
+	root := filepath.Join(dir, "root")
+	done := filepath.Join(dir, ".complete")
+	if _, err := os.Stat(done); err == nil {
+		return FindKernelTree(root, "")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return KernelTree{}, fmt.Errorf("kernel %s: %w", pkg, err)
+	}
+	debs, _ := filepath.Glob(filepath.Join(dir, pkg+"_*.deb"))
+	if len(debs) == 0 {
+		if _, err := run(ctx, dir, "apt-get", "download", pkg); err != nil {
+			return KernelTree{}, err
+		}
+		debs, _ = filepath.Glob(filepath.Join(dir, pkg+"_*.deb"))
+	}
+	if len(debs) != 1 {
+		return KernelTree{}, fmt.Errorf("kernel %s: want one .deb in %s, found %d", pkg, dir, len(debs))
+	}
+	_ = os.RemoveAll(root)
+	if _, err := run(ctx, "", "dpkg-deb", "-x", debs[0], root); err != nil {
+		return KernelTree{}, err
+	}
+	ents, err := os.ReadDir(filepath.Join(root, "lib/modules"))
+	if err != nil || len(ents) != 1 {
+		return KernelTree{}, fmt.Errorf("kernel %s: want one kernel in %s/lib/modules: %v", pkg, root, err)
+	}
+	if _, err := run(ctx, "", "depmod", "-b", root, ents[0].Name()); err != nil {
+		return KernelTree{}, err
+	}
+	t, err := FindKernelTree(root, ents[0].Name())
+	if err != nil {
+		return KernelTree{}, err
+	}
+	if err := os.WriteFile(done, []byte(t.Version+"\n"), 0o644); err != nil {
+		return KernelTree{}, fmt.Errorf("kernel %s: %w", pkg, err)
+	}
+	return t, nil
+}
+
+func run(ctx context.Context, dir, name string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return string(out), nil
+}

@@ -1,0 +1,32 @@
+package vmprovision
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseAptDepends(t *testing.T) {
+	tests := []struct {
+		name, out, want, wantErr string
+	}{
+		{name: "bookworm", out: "linux-image-amd64\n  Depends: linux-image-6.1.0-57-amd64\n", want: "linux-image-6.1.0-57-amd64"},
+		{name: "alternatives and recommends", out: "linux-image-amd64\n  Recommends: firmware-linux-free\n |Depends: linux-image-6.12.9-amd64\n  Depends: <linux-image-6.12.8-amd64>\n",
+			want: "linux-image-6.12.9-amd64"},
+		{name: "virtual", out: "linux-image-cloud-amd64\n  Depends: <linux-image-6.1.0-9-cloud-amd64>\n", want: "linux-image-6.1.0-9-cloud-amd64"},
+		{name: "none", out: "linux-image-amd64\n  Breaks: foo\n", wantErr: "no linux-image-* dependency"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseAptDepends(tt.out, "linux-image-amd64")
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Errorf("got %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,121 @@
+//go:build libvirt
+
+package vmprovision
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"libvirt.org/go/libvirt"
+)
+
+// DefaultLibvirtURI is the system QEMU driver.
+const DefaultLibvirtURI = "qemu:///system"
+
+var eventLoop sync.Once
+
+// registerEventLoop registers libvirt's default event loop (required
+// before connecting, for keepalives and events) and runs it forever.
+func registerEventLoop() {
+	eventLoop.Do(func() {
+		if err := libvirt.EventRegisterDefaultImpl(); err != nil {
+			panic(fmt.Sprintf("libvirt event loop: %v", err))
+		}
+		go func() {
+			for {
+				_ = libvirt.EventRunDefaultImpl()
+			}
+		}()
+	})
+}
+
+// Libvirt is a Hypervisor over a libvirt connection.
+type Libvirt struct {
+	conn *libvirt.Connect
+}
+
+var _ Hypervisor = (*Libvirt)(nil)
+
+// ConnectLibvirt connects to uri (empty: DefaultLibvirtURI).
+func ConnectLibvirt(uri string) (*Libvirt, error) {
+	if uri == "" {
+		uri = DefaultLibvirtURI
+	}
+	registerEventLoop()
+	conn, err := libvirt.NewConnect(uri)
+	if err != nil {
+		return nil, fmt.Errorf("libvirt %s: %w (is libvirtd running? start it with: libvirtd -d; virtlogd -d)", uri, err)
+	}
+	return &Libvirt{conn: conn}, nil
+}
+
+// Define implements Hypervisor.
+func (l *Libvirt) Define(xml string) (Domain, error) {
+	d, err := l.conn.DomainDefineXML(xml)
+	if err != nil {
+		return nil, fmt.Errorf("define domain: %w", err)
+	}
+	name, err := d.GetName()
+	if err != nil {
+		return nil, fmt.Errorf("define domain: %w", err)
+	}
+	return &libvirtDomain{d: d, name: name}, nil
+}
+
+// Cleanup destroys and undefines every domain whose name starts with
+// prefix (e.g. "bootproof-"), the leftovers of a crashed run.
+func (l *Libvirt) Cleanup(prefix string) ([]string, error) {
+	doms, err := l.conn.ListAllDomains(0)
+	if err != nil {
+		return nil, fmt.Errorf("list domains: %w", err)
+	}
+	var removed []string
+	var errs []error
+	for i := range doms {
+		d := &doms[i]
+		name, err := d.GetName()
+		if err == nil && strings.HasPrefix(name, prefix) {
+			_ = d.Destroy()
+			if err := d.Undefine(); err != nil {
+				errs = append(errs, fmt.Errorf("undefine %s: %w", name, err))
+			} else {
+				removed = append(removed, name)
+			}
+		}
+		_ = d.Free()
+	}
+	return removed, errors.Join(errs...)
+}
+
+// Close implements Hypervisor.
+func (l *Libvirt) Close() error {
+	_, err := l.conn.Close()
+	return err
+}
+
+type libvirtDomain struct {
+	d    *libvirt.Domain
+	name string
+}
+
+func (d *libvirtDomain) Name() string { return d.name }
+
+func (d *libvirtDomain) wrap(op string, err error) error {
+	if err != nil {
+		return fmt.Errorf("%s domain %s: %w", op, d.name, err)
+	}
+	return nil
+}
+
+func (d *libvirtDomain) Start() error   { return d.wrap("start", d.d.Create()) }
+func (d *libvirtDomain) Reset() error   { return d.wrap("reset", d.d.Reset(0)) }
+func (d *libvirtDomain) Suspend() error { return d.wrap("suspend", d.d.Suspend()) }
+func (d *libvirtDomain) Resume() error  { return d.wrap("resume", d.d.Resume()) }
+func (d *libvirtDomain) Destroy() error { return d.wrap("destroy", d.d.Destroy()) }
+func (d *libvirtDomain) Undefine() error {
+	err := d.wrap("undefine", d.d.Undefine())
+	_ = d.d.Free()
+	return err
+}
