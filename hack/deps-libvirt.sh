@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs what 'make e2e-libvirt' needs on Debian/Ubuntu (as root) and
+# starts libvirtd and virtlogd when no init system runs them.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+pkgs=(qemu-system-x86 libvirt-daemon-system libvirt-dev kmod pkg-config)
+missing=()
+for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then echo "deps-libvirt: run as root to install: ${missing[*]}" >&2; exit 2; fi
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+if ! pgrep -x virtlogd >/dev/null; then virtlogd -d; fi
+if ! pgrep -x libvirtd >/dev/null; then libvirtd -d; fi
+for _ in $(seq 50); do [ -S /var/run/libvirt/libvirt-sock ] && break; sleep 0.2; done
+echo "deps-libvirt: qemu, libvirt and kmod installed; libvirtd and virtlogd running"

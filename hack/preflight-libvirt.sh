@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Says exactly what 'make e2e-libvirt' lacks, and how to get it.
+set -uo pipefail
+problems=()
+command -v qemu-system-x86_64 >/dev/null || problems+=("qemu-system-x86_64 is missing (package qemu-system-x86)")
+pkg-config --exists libvirt 2>/dev/null || problems+=("libvirt headers are missing (package libvirt-dev)")
+for t in apt-get apt-cache dpkg-deb depmod; do command -v "$t" >/dev/null || problems+=("$t is missing (needed to fetch and prepare the Debian kernel)"); done
+[ -S /var/run/libvirt/libvirt-sock ] || problems+=("libvirtd is not reachable at /var/run/libvirt/libvirt-sock (start it: libvirtd -d; virtlogd -d)")
+pgrep -x virtlogd >/dev/null || problems+=("virtlogd is not running (start it: virtlogd -d)")
+if [ ${#problems[@]} -gt 0 ]; then
+  echo "e2e-libvirt cannot run here:" >&2
+  for p in "${problems[@]}"; do echo "  - $p" >&2; done
+  echo "'make deps-libvirt' installs the packages and starts the daemons (Debian/Ubuntu, as root)." >&2
+  exit 2
+fi
