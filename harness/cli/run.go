@@ -138,7 +138,7 @@ func runRun(ctx context.Context, s Streams, o runOptions) error {
 		return withCode(ExitUsage, fmt.Errorf("invalid --nodes %q: accepted: fake, libvirt", o.nodes))
 	}
 	if o.nodes == "libvirt" {
-		return withCode(ExitInfra, errors.New("--nodes libvirt: this bootproof has no libvirt backend yet; use --nodes fake"))
+		return withCode(ExitInfra, errors.New("--nodes libvirt: the scenario catalog does not run on VMs yet (the VM backend is tested by make e2e-libvirt); use --nodes fake"))
 	}
 
 	var cl scenarios.Cluster
