@@ -11,6 +11,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+# The kernel is fetched with apt-get download: the package lists must exist.
+if ! ls /var/lib/apt/lists/*_Packages >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then apt-get update -qq; else echo "deps-libvirt: no apt package lists; run 'apt-get update' as root" >&2; exit 2; fi
+fi
 if ! pgrep -x virtlogd >/dev/null; then virtlogd -d; fi
 if ! pgrep -x libvirtd >/dev/null; then libvirtd -d; fi
 for _ in $(seq 50); do [ -S /var/run/libvirt/libvirt-sock ] && break; sleep 0.2; done
