@@ -191,7 +191,7 @@ func (c Config) Validate() error {
 	if c.BinDir != "" {
 		st, err := os.Stat(c.BinDir)
 		if err != nil || !st.IsDir() {
-			return &ConfigError{Field: "BinDir", Flag: "--bin-dir", Value: c.BinDir,
+			return &ConfigError{Field: "BinDir", Flag: "--bin-dir (or $" + EnvBinDir + ")", Value: c.BinDir,
 				Accepted: "an existing directory holding etcd, kube-apiserver and kube-controller-manager (build them with 'make controlplane')"}
 		}
 	}
