@@ -191,8 +191,8 @@ func (c Config) Validate() error {
 	if c.BinDir != "" {
 		st, err := os.Stat(c.BinDir)
 		if err != nil || !st.IsDir() {
-			return &ConfigError{Field: "BinDir", Flag: "--bin-dir (or $" + EnvBinDir + ")", Value: c.BinDir,
-				Accepted: "an existing directory holding etcd, kube-apiserver and kube-controller-manager (build them with 'make controlplane')"}
+			return &ConfigError{Field: "BinDir", Flag: "--bin-dir", Value: c.BinDir,
+				Accepted: "an existing directory holding etcd, kube-apiserver and kube-controller-manager (build them with 'make controlplane'); the value may come from $" + EnvBinDir}
 		}
 	}
 	return nil
