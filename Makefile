@@ -9,6 +9,12 @@ TEST_TIMEOUT ?= 30m
 PARALLEL ?= 4
 # Ginkgo label filter for the catalog suite in 'make test' (empty: all).
 LABELS ?=
+# Scenario label for 'make e2e-libvirt' (empty: every scenario of the
+# catalog; .ci/run uses vm-smoke) and cases run at once on VMs.
+LIBVIRT_LABEL ?=
+LIBVIRT_PARALLEL ?= 2
+# Build tags for 'make build' (libvirt: VM support, needs libvirt-dev).
+GOTAGS ?=
 
 .DEFAULT_GOAL := help
 
@@ -17,8 +23,13 @@ help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_.-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build bin/bootproof.
-	$(GO) build -o $(BIN_DIR)/bootproof ./cmd/bootproof
+build: ## Build bin/bootproof (GOTAGS=libvirt adds VM support).
+	$(GO) build $(if $(GOTAGS),-tags $(GOTAGS)) -o $(BIN_DIR)/bootproof ./cmd/bootproof
+
+.PHONY: build-libvirt
+build-libvirt: ## Build bin/bootproof with VM support (needs libvirt-dev) and the static guest agent bin/bootproof-agent.
+	$(GO) build -tags libvirt -o $(BIN_DIR)/bootproof ./cmd/bootproof
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN_DIR)/bootproof-agent ./cmd/bootproof-agent
 
 .PHONY: controlplane
 controlplane: ## Build bin/etcd, bin/kube-apiserver, bin/kube-controller-manager from tools/controlplane (only when the pins change).
@@ -75,13 +86,23 @@ deps-libvirt: ## Install QEMU, libvirt and kmod (Debian/Ubuntu, as root); start 
 	hack/deps-libvirt.sh
 
 .PHONY: e2e-libvirt
-e2e-libvirt: controlplane ## Real VMs: a Debian kernel booting bootproof-agent, every reboot mode over libvirt, real boot IDs and modules.
+e2e-libvirt: controlplane ## Real VMs: every reboot mode over libvirt, then the catalog (LIBVIRT_LABEL=vm-smoke: a subset) with bootid and legacy on VM nodes.
 	@hack/preflight-libvirt.sh
+	@$(MAKE) --no-print-directory build-libvirt
 	@mkdir -p $(REPORTS_DIR)/libvirt
 	set -o pipefail; BOOTPROOF_VM_TEST=1 BOOTPROOF_REQUIRE_CONTROLPLANE=1 $(GO) test -json -count=1 -tags libvirt -timeout 45m \
 	  -run 'TestVMBootRebootQEMU|TestLibvirtRebootModes' ./vmprovision/ 2>&1 \
-	  | $(GO) run ./hack/gotest2junit > $(REPORTS_DIR)/junit-libvirt.xml
-	@echo "JUnit: $(REPORTS_DIR)/junit-libvirt.xml; serial logs under .cache/vm"
+	  | $(GO) run ./hack/gotest2junit > $(REPORTS_DIR)/junit-libvirt-modes.xml
+	$(BIN_DIR)/bootproof run --cluster embedded --nodes libvirt --subject bootid --subject legacy --parallel $(LIBVIRT_PARALLEL) \
+	  $(if $(LIBVIRT_LABEL),--label $(LIBVIRT_LABEL)) --report-dir $(REPORTS_DIR)/libvirt; rc=$$?; \
+	  if [ -f $(REPORTS_DIR)/libvirt/junit.xml ]; then cp $(REPORTS_DIR)/libvirt/junit.xml $(REPORTS_DIR)/junit-libvirt.xml; fi; exit $$rc
+	@echo "JUnit: $(REPORTS_DIR)/junit-libvirt.xml (catalog), $(REPORTS_DIR)/junit-libvirt-modes.xml (reboot modes); report and serial logs: $(REPORTS_DIR)/libvirt/"
+
+.PHONY: bench-libvirt
+bench-libvirt: controlplane build-libvirt ## VM reboot latency (reset -> first heartbeat, reset -> module loaded) over 5 reboots; figures in reports/bench/.
+	@hack/preflight-libvirt.sh
+	BOOTPROOF_VM_TEST=1 BOOTPROOF_BENCH_DIR=$(REPORTS_DIR)/bench $(GO) test -tags libvirt -run '^$$' -bench BenchmarkLibvirtReboot -benchtime 1x -timeout 30m ./harness/runner/
+	@echo "figures written to $(REPORTS_DIR)/bench/"
 
 .PHONY: clean
 clean: ## Remove bin/ and generated reports.

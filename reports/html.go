@@ -26,7 +26,7 @@ table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding
 .legend span{display:inline-block;margin-right:1em;font-size:12px}.sw{display:inline-block;width:12px;height:10px;margin-right:4px;vertical-align:middle}
 </style></head><body>
 <h1>bootproof report</h1>
-<p>Generated {{.Generated.Format "2006-01-02 15:04:05 MST"}}: {{.Counts.Pass}} passed, {{.Counts.Fail}} failed, {{.Counts.Error}} errors, {{.Counts.Skipped}} skipped.
+<p>Generated {{.Generated.Format "2006-01-02 15:04:05 MST"}}: {{.Counts.Pass}} passed, {{.Counts.Fail}} failed, {{.Counts.Error}} errors, {{.Counts.Skipped}} skipped.{{with .Results.EnvironmentLine}} Environment: <code>{{.}}</code>.{{end}}
 A case passes when what was observed matches what the scenario expects of the subject: the <code>legacy</code> subject is expected to <em>fail</em> fast reboots, and a legacy pass of a fast reboot means the harness is broken.</p>
 <table><tr><th>verdict</th><th>case</th><th>expected</th><th>observed</th><th>duration</th><th>message</th></tr>
 {{range $i, $c := .Results.Cases}}<tr class="{{$c.Verdict}}"><td>{{$c.Verdict}}</td><td><a href="#{{anchor $i}}">{{name $c}}</a></td><td>{{$c.Expected}}</td><td>{{$c.Observed}}</td><td>{{sec $c.DurationMS}}</td><td class="msg">{{$c.Message}}</td></tr>

@@ -3,7 +3,9 @@ package reports
 import (
 	"encoding/xml"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,15 +29,28 @@ type JUnitTestSuites struct {
 
 // JUnitTestSuite groups the cases of one cluster and node backend.
 type JUnitTestSuite struct {
-	Name      string          `xml:"name,attr"`
-	Tests     int             `xml:"tests,attr"`
-	Failures  int             `xml:"failures,attr"`
-	Errors    int             `xml:"errors,attr"`
-	Skipped   int             `xml:"skipped,attr"`
-	Time      string          `xml:"time,attr"`
-	Timestamp string          `xml:"timestamp,attr"`
-	Hostname  string          `xml:"hostname,attr"`
-	Cases     []JUnitTestCase `xml:"testcase"`
+	Name      string `xml:"name,attr"`
+	Tests     int    `xml:"tests,attr"`
+	Failures  int    `xml:"failures,attr"`
+	Errors    int    `xml:"errors,attr"`
+	Skipped   int    `xml:"skipped,attr"`
+	Time      string `xml:"time,attr"`
+	Timestamp string `xml:"timestamp,attr"`
+	Hostname  string `xml:"hostname,attr"`
+	// Properties carry the run's environment (Results.Environment).
+	Properties *JUnitProperties `xml:"properties,omitempty"`
+	Cases      []JUnitTestCase  `xml:"testcase"`
+}
+
+// JUnitProperties is a suite's <properties>.
+type JUnitProperties struct {
+	Property []JUnitProperty `xml:"property"`
+}
+
+// JUnitProperty is one name/value pair.
+type JUnitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
 }
 
 // JUnitTestCase is one scenario x subject.
@@ -74,7 +89,8 @@ func BuildJUnit(name string, r scenarios.Results, generated time.Time) JUnitTest
 		if !ok {
 			i = len(out.Suites)
 			index[key] = i
-			out.Suites = append(out.Suites, JUnitTestSuite{Name: key, Timestamp: generated.UTC().Format("2006-01-02T15:04:05"), Hostname: host})
+			out.Suites = append(out.Suites, JUnitTestSuite{Name: key, Timestamp: generated.UTC().Format("2006-01-02T15:04:05"), Hostname: host,
+				Properties: junitProperties(r.Environment)})
 		}
 		s := &out.Suites[i]
 		tc := JUnitTestCase{Name: CaseName(c), Classname: key, Time: seconds(c.DurationMS), SystemOut: caseOutput(c)}
@@ -162,4 +178,15 @@ func WriteJUnit(path, name string, r scenarios.Results, generated time.Time) err
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+func junitProperties(env map[string]string) *JUnitProperties {
+	if len(env) == 0 {
+		return nil
+	}
+	p := &JUnitProperties{}
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		p.Property = append(p.Property, JUnitProperty{Name: k, Value: env[k]})
+	}
+	return p
 }

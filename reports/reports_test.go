@@ -29,7 +29,7 @@ func sample() scenarios.Results {
 	}
 	reboot := []scenarios.RebootMetric{{Node: "n0", OldBootID: "aaaaaaaa-1", NewBootID: "bbbbbbbb-2", DowntimeMS: 3000,
 		DetectionLatencyMS: 200, ReloadLatencyMS: 500, StartMS: 1000, BootVisibleMS: 4000}}
-	return scenarios.Results{Cases: []scenarios.CaseResult{
+	return scenarios.Results{Environment: map[string]string{"nodes": "libvirt", "accelerator": "tcg"}, Cases: []scenarios.CaseResult{
 		{Scenario: "fast-reboot-0.5g", Subject: "bootid", Cluster: "embedded", Nodes: "fake", NodeCount: 1, Expected: "pass", Observed: "pass", Verdict: "pass",
 			DurationMS: 6000, GracePeriodMS: 10000, Trace: trace, Reboots: reboot,
 			Assertions: []scenarios.AssertionResult{{Name: "reload", OK: true}}},
@@ -145,6 +145,18 @@ func TestWriteAllAndSummary(t *testing.T) {
 	md, err := os.ReadFile(step)
 	if err != nil || !strings.Contains(string(md), "1 passed, 1 failed, 1 errors, 1 skipped") {
 		t.Errorf("$GITHUB_STEP_SUMMARY: %q, %v", md, err)
+	}
+	// The environment is in every report, sorted by key.
+	for f, want := range map[string]string{
+		SummaryFile: "Environment: accelerator=tcg, nodes=libvirt",
+		HTMLFile:    "Environment: <code>accelerator=tcg, nodes=libvirt</code>",
+		JUnitFile:   `<property name="accelerator" value="tcg"></property>`,
+		ResultsFile: `"accelerator": "tcg"`,
+	} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil || !strings.Contains(string(b), want) {
+			t.Errorf("%s lacks %q (%v)", f, want, err)
+		}
 	}
 }
 

@@ -54,6 +54,9 @@ func Summary(r scenarios.Results) string {
 	var b strings.Builder
 	n := Count(r)
 	fmt.Fprintf(&b, "## bootproof: %d passed, %d failed, %d errors, %d skipped\n\n", n.Pass, n.Fail, n.Error, n.Skipped)
+	if env := r.EnvironmentLine(); env != "" {
+		fmt.Fprintf(&b, "Environment: %s\n\n", mdEscape(env))
+	}
 	b.WriteString("| verdict | subject | scenario | nodes | expected | observed | reboots | duration | message |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range r.Cases {
 		fmt.Fprintf(&b, "| %s | %s | %s | %d %s, %s | %s | %s | %d | %.1fs | %s |\n", verdictMark(c.Verdict), c.Subject, c.Scenario,

@@ -250,6 +250,10 @@ func (c *caseRun) run(ctx context.Context) (retErr error) {
 	}); err != nil {
 		return infra("nodes did not come up: %w", err)
 	}
+	// Capabilities of the node set, checked before the subject starts.
+	if err := c.checkNodeCapabilities(); err != nil {
+		return err
+	}
 	c.baseAt = time.Now()
 	for _, n := range c.names {
 		c.spec[n] = slices.Clone(c.s.Modules)
@@ -309,12 +313,58 @@ func (c *caseRun) failed() bool {
 func (c *caseRun) checkCapabilities() error {
 	for _, a := range c.s.Actions {
 		switch a.Kind {
-		case ActRestartKubelet, ActNetworkBlip:
-			// Checked on the NodeSet once provisioned; the backend's
-			// NodeSet type answers for every case alike.
+		case ActRestartKubelet, ActNetworkBlip, ActPauseNode, ActReboot:
+			// Checked on the NodeSet once provisioned
+			// (checkNodeCapabilities).
 		case ActPauseSubject, ActRestartSubject:
 			if c.subj.Name() == "external" {
 				return &skipError{fmt.Sprintf("subject %s cannot be paused or restarted by the harness (%s)", c.subj.Name(), a.Kind)}
+			}
+		}
+	}
+	return nil
+}
+
+// rebootRequest resolves a reboot action against the grace period.
+func (c *caseRun) rebootRequest(a Action) RebootRequest {
+	mode := a.Mode
+	if mode == "" {
+		mode = "reset"
+	}
+	return RebootRequest{Mode: mode, Downtime: a.Downtime.Resolve(c.grace), NotReadyFor: a.Startup.NotReadyFor.Resolve(c.grace),
+		KernelVersion: a.KernelVersion}
+}
+
+// checkNodeCapabilities skips the case, before the timeline runs, when
+// the provisioned node set lacks what an action needs.
+func (c *caseRun) checkNodeCapabilities() error {
+	be := c.e.Backend.Name()
+	for _, a := range c.s.Actions {
+		switch a.Kind {
+		case ActReboot:
+			req := c.rebootRequest(a)
+			if req.Mode != "reset" {
+				rm, ok := c.nodes.(RebootModes)
+				if !ok || !slices.Contains(rm.RebootModes(), req.Mode) {
+					return &skipError{fmt.Sprintf("backend %s cannot reboot in mode %s", be, req.Mode)}
+				}
+			}
+			if rc, ok := c.nodes.(RebootChecker); ok {
+				if err := rc.CheckReboot(req); err != nil {
+					return &skipError{fmt.Sprintf("backend %s: %v", be, err)}
+				}
+			}
+		case ActRestartKubelet:
+			if _, ok := c.nodes.(KubeletRestarter); !ok {
+				return &skipError{fmt.Sprintf("backend %s cannot restart a kubelet without a reboot", be)}
+			}
+		case ActNetworkBlip:
+			if _, ok := c.nodes.(NetworkBlipper); !ok {
+				return &skipError{fmt.Sprintf("backend %s cannot cut a node off the network", be)}
+			}
+		case ActPauseNode:
+			if _, ok := c.nodes.(NodePauser); !ok {
+				return &skipError{fmt.Sprintf("backend %s cannot pause a node", be)}
 			}
 		}
 	}
@@ -364,21 +414,18 @@ func (c *caseRun) do(ctx context.Context, a Action) error {
 	g := c.grace
 	switch a.Kind {
 	case ActReboot:
-		mode := a.Mode
-		if mode == "" {
-			mode = "reset"
-		}
-		if mode != "reset" {
-			rm, ok := c.nodes.(RebootModes)
-			if !ok || !slices.Contains(rm.RebootModes(), mode) {
-				return &skipError{fmt.Sprintf("backend %s cannot reboot in mode %s", c.e.Backend.Name(), mode)}
-			}
-		}
-		req := RebootRequest{Mode: mode, Downtime: a.Downtime.Resolve(g), NotReadyFor: a.Startup.NotReadyFor.Resolve(g), KernelVersion: a.KernelVersion}
+		// Mode and request were checked by checkNodeCapabilities.
+		req := c.rebootRequest(a)
 		return c.spread(ctx, a, "reboot", req.Downtime, func(ctx context.Context, node string, d *disruption) error {
 			out, err := c.nodes.Reboot(ctx, node, req)
+			if err == nil && out.OldBootID != "" && out.NewBootID == out.OldBootID {
+				err = fmt.Errorf("reboot (%s) returned but the boot ID is still %s", req.Mode, out.OldBootID)
+			}
 			c.mu.Lock()
 			d.outcome = out
+			if out.Downtime > 0 {
+				d.downtime = out.Downtime
+			}
 			c.mu.Unlock()
 			return err
 		})
@@ -401,6 +448,16 @@ func (c *caseRun) do(ctx context.Context, a Action) error {
 		a.Wait = true
 		return c.spread(ctx, a, "network-blip", d, func(ctx context.Context, node string, _ *disruption) error {
 			return nb.NetworkBlip(ctx, node, d)
+		})
+	case ActPauseNode:
+		np, ok := c.nodes.(NodePauser)
+		if !ok {
+			return &skipError{fmt.Sprintf("backend %s cannot pause a node", c.e.Backend.Name())}
+		}
+		d := a.Duration.Resolve(g)
+		a.Wait = true
+		return c.spread(ctx, a, "pause-node", d, func(ctx context.Context, node string, _ *disruption) error {
+			return np.PauseNode(ctx, node, d)
 		})
 	case ActPauseSubject, ActResumeSubject, ActRestartSubject:
 		p, ok := c.inst.(Pauser)

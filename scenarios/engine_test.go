@@ -216,3 +216,62 @@ func TestJudge(t *testing.T) {
 		})
 	}
 }
+
+// Node sets of various capabilities for TestCheckNodeCapabilities.
+type bareNodes struct{}
+
+func (bareNodes) Reboot(context.Context, string, RebootRequest) (RebootOutcome, error) {
+	return RebootOutcome{}, nil
+}
+func (bareNodes) Close() error { return nil }
+
+type vmLikeNodes struct{ bareNodes }
+
+func (vmLikeNodes) RebootModes() []string { return []string{"reset", "panic"} }
+func (vmLikeNodes) CheckReboot(r RebootRequest) error {
+	if r.KernelVersion != "" {
+		return errors.New("booting another kernel version is not supported")
+	}
+	return nil
+}
+func (vmLikeNodes) PauseNode(context.Context, string, time.Duration) error { return nil }
+
+func TestCheckNodeCapabilities(t *testing.T) {
+	tests := []struct {
+		name   string
+		nodes  NodeSet
+		action Action
+		skip   string // "" = runs
+	}{
+		{"reset on any backend", bareNodes{}, Action{Kind: ActReboot}, ""},
+		{"mode without RebootModes", bareNodes{}, Action{Kind: ActReboot, Mode: "panic"}, "backend b cannot reboot in mode panic"},
+		{"mode supported", vmLikeNodes{}, Action{Kind: ActReboot, Mode: "panic"}, ""},
+		{"mode not listed", vmLikeNodes{}, Action{Kind: ActReboot, Mode: "guest"}, "backend b cannot reboot in mode guest"},
+		{"checker refuses", vmLikeNodes{}, Action{Kind: ActReboot, KernelVersion: "6.2"}, "backend b: booting another kernel version is not supported"},
+		{"no pause", bareNodes{}, Action{Kind: ActPauseNode}, "backend b cannot pause a node"},
+		{"pause", vmLikeNodes{}, Action{Kind: ActPauseNode}, ""},
+		{"no kubelet restart", vmLikeNodes{}, Action{Kind: ActRestartKubelet}, "backend b cannot restart a kubelet without a reboot"},
+		{"no network blip", vmLikeNodes{}, Action{Kind: ActNetworkBlip}, "backend b cannot cut a node off the network"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &caseRun{e: &Engine{Backend: namedBackend("b")}, grace: 10 * time.Second, nodes: tt.nodes,
+				s: &Scenario{Name: "s", Actions: []Action{{Kind: ActWaitReloaded}, tt.action}}}
+			err := c.checkNodeCapabilities()
+			var skip *skipError
+			switch {
+			case tt.skip == "" && err != nil:
+				t.Fatalf("unexpected %v", err)
+			case tt.skip != "" && (!errors.As(err, &skip) || skip.reason != tt.skip):
+				t.Fatalf("got %v, want skip %q", err, tt.skip)
+			}
+		})
+	}
+}
+
+type namedBackend string
+
+func (b namedBackend) Name() string { return string(b) }
+func (b namedBackend) Provision(context.Context, ProvisionRequest) (NodeSet, error) {
+	return nil, errors.New("not provisioning")
+}

@@ -54,6 +54,10 @@ type RebootRequest struct {
 type RebootOutcome struct {
 	OldBootID string
 	NewBootID string
+	// Downtime, when set, is how long the node was down as the backend
+	// measured it (a VM's natural boot included); the engine reports it in
+	// place of the requested downtime.
+	Downtime time.Duration
 }
 
 // NodeSet is a case's running nodes.
@@ -71,6 +75,13 @@ type RebootModes interface {
 	RebootModes() []string
 }
 
+// RebootChecker is the optional capability of a NodeSet to refuse, before
+// the timeline runs, a reboot it cannot do (a VM cannot boot another
+// kernel version); the case is then skipped with the error as reason.
+type RebootChecker interface {
+	CheckReboot(r RebootRequest) error
+}
+
 // KubeletRestarter is the optional capability to restart a node's kubelet
 // without a reboot.
 type KubeletRestarter interface {
@@ -81,6 +92,13 @@ type KubeletRestarter interface {
 // a while without a reboot.
 type NetworkBlipper interface {
 	NetworkBlip(ctx context.Context, node string, d time.Duration) error
+}
+
+// NodePauser is the optional capability to freeze a whole node for a
+// while without rebooting it (a paused VM; a simulated node whose
+// heartbeats stop): a negative control, its boot ID must not change.
+type NodePauser interface {
+	PauseNode(ctx context.Context, node string, d time.Duration) error
 }
 
 // Subject is the operator under test.

@@ -58,6 +58,7 @@ const (
 	ActReboot         = "reboot"
 	ActRestartKubelet = "restart-kubelet"
 	ActNetworkBlip    = "network-blip"
+	ActPauseNode      = "pause-node"
 	ActPauseSubject   = "pause-subject"
 	ActResumeSubject  = "resume-subject"
 	ActRestartSubject = "restart-subject"
@@ -74,6 +75,7 @@ var actionFields = map[string][]string{
 	ActReboot:         {"on", "mode", "downtime", "startup", "kernelVersion", "stagger", "wait"},
 	ActRestartKubelet: {"on", "downtime", "stagger"},
 	ActNetworkBlip:    {"on", "duration", "stagger"},
+	ActPauseNode:      {"on", "duration", "stagger"},
 	ActPauseSubject:   {},
 	ActResumeSubject:  {},
 	ActRestartSubject: {"downtime"},
@@ -611,7 +613,7 @@ func (s *Scenario) validate(doc *yaml.Node) error {
 			if !a.Downtime.Set {
 				return at("downtime is required")
 			}
-		case ActNetworkBlip, ActSleep:
+		case ActNetworkBlip, ActPauseNode, ActSleep:
 			if !a.Duration.Set {
 				return at("duration is required")
 			}

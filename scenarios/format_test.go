@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"cmp"
 	"flag"
 	"os"
 	"path/filepath"
@@ -107,7 +108,8 @@ func TestCatalog(t *testing.T) {
 	want := []string{"fast-reboot-0.1g", "fast-reboot-0.5g", "fast-reboot-0.8g", "slow-reboot-1.5g", "slow-reboot-3g",
 		"boundary-sweep", "double-reboot", "reboot-during-load", "reboot-after-load-before-sync", "subject-down-during-reboot",
 		"kubelet-notready-blip", "kubelet-restart-no-reboot", "network-blip-no-reboot", "module-removed-while-down",
-		"kernel-upgrade-on-reboot", "reboot-storm", "repeated-reboots"}
+		"kernel-upgrade-on-reboot", "reboot-storm", "repeated-reboots",
+		"panic-reboot-0.5g", "guest-reboot-0.5g", "power-cycle-1.5g", "node-pause-no-reboot"}
 	have := map[string]*Scenario{}
 	for _, s := range all {
 		have[s.Name] = s
@@ -124,6 +126,31 @@ func TestCatalog(t *testing.T) {
 		// Every fast-reboot scenario is a negative control for legacy.
 		if s.Precondition == "fast" && strings.HasPrefix(n, "fast-reboot") && s.Expect["legacy"] != "fail" {
 			t.Errorf("%s: legacy must be expected to fail a fast reboot", n)
+		}
+	}
+	// The VM smoke subset (.ci/run) covers a fast reset and a panic that
+	// legacy must fail, a power cycle longer than the grace period and a
+	// node pause without a reboot.
+	smoke, err := Select(all, nil, []string{"vm-smoke"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	covered := map[string]bool{}
+	for _, s := range smoke {
+		for _, a := range s.Actions {
+			switch {
+			case a.Kind == ActReboot && s.Precondition == "fast" && s.Expect["legacy"] == "fail":
+				covered["fast "+cmp.Or(a.Mode, "reset")] = true
+			case a.Kind == ActReboot && s.Precondition == "slow":
+				covered["slow "+cmp.Or(a.Mode, "reset")] = true
+			case a.Kind == ActPauseNode:
+				covered["pause"] = true
+			}
+		}
+	}
+	for _, k := range []string{"fast reset", "fast panic", "slow power-cycle", "pause"} {
+		if !covered[k] {
+			t.Errorf("vm-smoke lacks a %s scenario (covered: %v)", k, covered)
 		}
 	}
 	if got, err := Select(all, []string{"fast-reboot-*"}, nil); err != nil || len(got) != 3 {

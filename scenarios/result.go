@@ -1,5 +1,10 @@
 package scenarios
 
+import (
+	"sort"
+	"strings"
+)
+
 // Verdict values of results.json and JUnit.
 const (
 	Pass    = "pass"
@@ -10,7 +15,25 @@ const (
 
 // Results is the content of results.json.
 type Results struct {
-	Cases []CaseResult `json:"cases"`
+	// Environment describes the run as a whole (accelerator, guest
+	// kernel, grace period), shown in every report.
+	Environment map[string]string `json:"environment,omitempty"`
+	Cases       []CaseResult      `json:"cases"`
+}
+
+// EnvironmentLine renders Environment as "key=value, ..." sorted by key
+// ("" when empty).
+func (r Results) EnvironmentLine() string {
+	keys := make([]string, 0, len(r.Environment))
+	for k := range r.Environment {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + r.Environment[k]
+	}
+	return strings.Join(parts, ", ")
 }
 
 // CaseResult is one scenario x subject x node backend x cluster.

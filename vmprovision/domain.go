@@ -36,6 +36,10 @@ type DomainSpec struct {
 	GuestControlPort int
 }
 
+// NetdevID is the id of the node's user-mode netdev on the QEMU command
+// line (the network blip sets its link).
+const NetdevID = "bootproof0"
+
 var domainNameUnsafe = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
 
 // DomainName is bootproof-<run>-<node>, with characters libvirt or file
@@ -102,9 +106,9 @@ func DomainXML(s DomainSpec) (string, error) {
 		},
 		QEMUCommandline: &libvirtxml.DomainQEMUCommandline{Args: []libvirtxml.DomainQEMUCommandlineArg{
 			{Value: "-netdev"},
-			{Value: fmt.Sprintf("user,id=bootproof0,hostfwd=tcp:127.0.0.1:%d-:%d", s.ControlPort, s.GuestControlPort)},
+			{Value: fmt.Sprintf("user,id=%s,hostfwd=tcp:127.0.0.1:%d-:%d", NetdevID, s.ControlPort, s.GuestControlPort)},
 			{Value: "-device"},
-			{Value: "virtio-net-pci,netdev=bootproof0,romfile="},
+			{Value: "virtio-net-pci,netdev=" + NetdevID + ",romfile="},
 		}},
 	}
 	out, err := d.Marshal()

@@ -36,7 +36,10 @@ type Libvirt struct {
 	conn *libvirt.Connect
 }
 
-var _ Hypervisor = (*Libvirt)(nil)
+var (
+	_ Hypervisor = (*Libvirt)(nil)
+	_ LinkSetter = (*libvirtDomain)(nil)
+)
 
 // ConnectLibvirt connects to uri (empty: DefaultLibvirtURI).
 func ConnectLibvirt(uri string) (*Libvirt, error) {
@@ -114,6 +117,21 @@ func (d *libvirtDomain) Reset() error   { return d.wrap("reset", d.d.Reset(0)) }
 func (d *libvirtDomain) Suspend() error { return d.wrap("suspend", d.d.Suspend()) }
 func (d *libvirtDomain) Resume() error  { return d.wrap("resume", d.d.Resume()) }
 func (d *libvirtDomain) Destroy() error { return d.wrap("destroy", d.d.Destroy()) }
+
+// SetLink implements LinkSetter through QEMU's set_link on the netdev
+// (QEMU takes the NIC's link down with it).
+func (d *libvirtDomain) SetLink(up bool) error {
+	cmd := fmt.Sprintf(`{"execute":"set_link","arguments":{"name":%q,"up":%t}}`, NetdevID, up)
+	out, err := d.d.QemuMonitorCommand(cmd, libvirt.DOMAIN_QEMU_MONITOR_COMMAND_DEFAULT)
+	if err != nil {
+		return fmt.Errorf("set link up=%t on domain %s: %w", up, d.name, err)
+	}
+	if strings.Contains(out, `"error"`) {
+		return fmt.Errorf("set link up=%t on domain %s: %s", up, d.name, out)
+	}
+	return nil
+}
+
 func (d *libvirtDomain) Undefine() error {
 	err := d.wrap("undefine", d.d.Undefine())
 	_ = d.d.Free()

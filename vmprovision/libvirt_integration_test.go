@@ -74,13 +74,30 @@ func TestLibvirtRebootModes(t *testing.T) {
 		{vmprovision.RebootGuest, 0},
 		{vmprovision.RebootPanic, 0},
 		{vmprovision.RebootPowerCycle, time.Second},
-		{vmprovision.RebootPause, 2 * time.Second},
+		// Disruptions without a reboot: boot ID and modules stay.
+		{"pause", 2 * time.Second},
+		{"network-blip", 3 * time.Second},
+		{"restart-kubelet", time.Second},
 	} {
 		if err := loadModule(ctx, ns, node, "bonding"); err != nil {
 			t.Fatal(err)
 		}
 		t0 := time.Now()
-		out, err := ns.Reboot(ctx, node, scenarios.RebootRequest{Mode: tt.mode, Downtime: tt.downtime})
+		var out scenarios.RebootOutcome
+		rebooted := true
+		switch tt.mode {
+		case "pause", "network-blip", "restart-kubelet":
+			rebooted = false
+			out.OldBootID = st.BootID
+			err = map[string]func(context.Context, string, time.Duration) error{
+				"pause": ns.PauseNode, "network-blip": ns.NetworkBlip, "restart-kubelet": ns.RestartKubelet,
+			}[tt.mode](ctx, node, tt.downtime)
+			if s, serr := ns.State(ctx, node); serr == nil {
+				out.NewBootID = s.BootID
+			}
+		default:
+			out, err = ns.Reboot(ctx, node, scenarios.RebootRequest{Mode: tt.mode, Downtime: tt.downtime})
+		}
 		if err != nil {
 			t.Fatalf("%s: %v", tt.mode, err)
 		}
@@ -92,7 +109,6 @@ func TestLibvirtRebootModes(t *testing.T) {
 		if out.OldBootID != st.BootID {
 			t.Errorf("%s: old boot %s, want %s", tt.mode, out.OldBootID, st.BootID)
 		}
-		rebooted := tt.mode != vmprovision.RebootPause
 		if (out.NewBootID != out.OldBootID) != rebooted {
 			t.Errorf("%s: boot ID %s -> %s, want changed=%v", tt.mode, out.OldBootID, out.NewBootID, rebooted)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -28,11 +30,18 @@ const (
 	RebootGuest      = "guest"       // the agent calls reboot(2)
 	RebootPanic      = "panic"       // kernel panic via sysrq, panic=1
 	RebootPowerCycle = "power-cycle" // destroy, stay off, start
-	RebootPause      = "pause"       // pause/resume, no reboot (negative control)
 )
 
-// RebootModeNames are the modes a VM NodeSet supports.
-var RebootModeNames = []string{RebootReset, RebootGuest, RebootPanic, RebootPowerCycle, RebootPause}
+// RebootModeNames are the modes a VM NodeSet supports. Pausing a node
+// without a reboot (the negative control) is NodeSet.PauseNode.
+var RebootModeNames = []string{RebootReset, RebootGuest, RebootPanic, RebootPowerCycle}
+
+// Default natural boot times (reset to the agent answering in the new
+// boot) until a node has measured its own.
+const (
+	DefaultBootEstimateTCG = 7 * time.Second
+	DefaultBootEstimateKVM = 2 * time.Second
+)
 
 // Domain is one VM as the hypervisor manages it.
 type Domain interface {
@@ -43,6 +52,12 @@ type Domain interface {
 	Suspend() error
 	Resume() error
 	Undefine() error
+}
+
+// LinkSetter is the optional capability of a Domain to take its NIC's
+// link down and up (the guest sees the carrier go), for network blips.
+type LinkSetter interface {
+	SetLink(up bool) error
 }
 
 // Hypervisor defines domains; the libvirt implementation is behind the
@@ -71,6 +86,10 @@ type Backend struct {
 	// APIServer is the API server URL as the guest reaches it (e.g.
 	// https://10.0.2.2:<port>).
 	APIServer string
+	// TLSServerName, when set, is the name the guest verifies the API
+	// server's certificate against (the host's name for it, when
+	// APIServer rewrites a loopback address to 10.0.2.2).
+	TLSServerName string
 	// Admin, when set, is used to wait for the Node to report a new boot.
 	Admin kubernetes.Interface
 	// RunID names the domains (bootproof-<run>-<node>); Dir holds the
@@ -81,6 +100,12 @@ type Backend struct {
 	KVM bool
 	// BootTimeout bounds one boot; default 3 minutes (TCG).
 	BootTimeout time.Duration
+	// BootEstimate is the natural boot time (reset to the agent answering
+	// in the new boot) assumed until a node has measured its own; default
+	// DefaultBootEstimateTCG or DefaultBootEstimateKVM. A reboot's
+	// requested downtime is the whole time the node is down: the domain is
+	// held (paused or off) for the downtime minus the node's estimate.
+	BootEstimate time.Duration
 }
 
 var _ scenarios.NodeBackend = (*Backend)(nil)
@@ -94,6 +119,9 @@ type vmNode struct {
 	dom    Domain
 	ctlURL string
 	serial string
+
+	mu   sync.Mutex
+	boot time.Duration // the last measured natural boot, 0 until one is
 }
 
 // NodeSet is a case's VMs.
@@ -106,8 +134,12 @@ type NodeSet struct {
 }
 
 var (
-	_ scenarios.NodeSet     = (*NodeSet)(nil)
-	_ scenarios.RebootModes = (*NodeSet)(nil)
+	_ scenarios.NodeSet          = (*NodeSet)(nil)
+	_ scenarios.RebootModes      = (*NodeSet)(nil)
+	_ scenarios.RebootChecker    = (*NodeSet)(nil)
+	_ scenarios.NodePauser       = (*NodeSet)(nil)
+	_ scenarios.KubeletRestarter = (*NodeSet)(nil)
+	_ scenarios.NetworkBlipper   = (*NodeSet)(nil)
 )
 
 // Provision implements scenarios.NodeBackend: it writes each node's
@@ -115,6 +147,12 @@ var (
 func (b *Backend) Provision(ctx context.Context, req scenarios.ProvisionRequest) (_ scenarios.NodeSet, retErr error) {
 	if b.BootTimeout == 0 {
 		b.BootTimeout = 3 * time.Minute
+	}
+	if b.BootEstimate == 0 {
+		b.BootEstimate = DefaultBootEstimateTCG
+		if b.KVM {
+			b.BootEstimate = DefaultBootEstimateKVM
+		}
 	}
 	ns := &NodeSet{b: b, log: logr.FromContextOrDiscard(ctx), client: &http.Client{Timeout: 5 * time.Second}, nodes: map[string]*vmNode{}}
 	defer func() {
@@ -130,7 +168,7 @@ func (b *Backend) Provision(ctx context.Context, req scenarios.ProvisionRequest)
 		if err != nil {
 			return nil, fmt.Errorf("node %s: credentials: %w", name, err)
 		}
-		cfg := AgentConfig{NodeName: name, APIServer: b.APIServer, Timing: req.Timing, Labels: req.Labels,
+		cfg := AgentConfig{NodeName: name, APIServer: b.APIServer, TLSServerName: b.TLSServerName, Timing: req.Timing, Labels: req.Labels,
 			CAData: string(rc.CAData), CertData: string(rc.CertData), KeyData: string(rc.KeyData)}
 		initrd := filepath.Join(b.Dir, name+".initrd")
 		if err := WriteBootInitramfs(initrd, b.Image, cfg); err != nil {
@@ -153,11 +191,11 @@ func (b *Backend) Provision(ctx context.Context, req scenarios.ProvisionRequest)
 		ns.nodes[name] = n
 		ns.mu.Unlock()
 		if err := n.dom.Start(); err != nil {
-			return nil, fmt.Errorf("node %s: start domain %s: %w", name, n.dom.Name(), err)
+			return nil, fmt.Errorf("node %s: %w", name, err)
 		}
 	}
 	for _, name := range req.Names {
-		st, err := ns.waitBoot(ctx, ns.nodes[name], "")
+		st, _, err := ns.waitBoot(ctx, ns.nodes[name], "")
 		if err != nil {
 			return nil, err
 		}
@@ -233,6 +271,26 @@ func (ns *NodeSet) post(ctx context.Context, n *vmNode, path string) error {
 	return nil
 }
 
+// postLong posts to the agent with a longer timeout than the default.
+func (ns *NodeSet) postLong(ctx context.Context, n *vmNode, path string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.ctlURL+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := (&http.Client{}).Do(req)
+	if err != nil {
+		return fmt.Errorf("agent %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		return fmt.Errorf("agent %s: %s: %s", path, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return nil
+}
+
 // LoadModule asks the node's agent to load a module like modprobe (for
 // checks; the subject's worker pods are the real path).
 func (ns *NodeSet) LoadModule(ctx context.Context, node, module string) error {
@@ -257,7 +315,7 @@ func (ns *NodeSet) LoadModule(ctx context.Context, node, module string) error {
 
 // waitBoot waits until the agent answers with a boot ID other than
 // notBoot and, with an admin client, the Node reports it.
-func (ns *NodeSet) waitBoot(ctx context.Context, n *vmNode, notBoot string) (AgentState, error) {
+func (ns *NodeSet) waitBoot(ctx context.Context, n *vmNode, notBoot string) (AgentState, time.Time, error) {
 	ctx, cancel := context.WithTimeout(ctx, ns.b.BootTimeout)
 	defer cancel()
 	var st AgentState
@@ -273,27 +331,64 @@ func (ns *NodeSet) waitBoot(ctx context.Context, n *vmNode, notBoot string) (Age
 		}
 		select {
 		case <-ctx.Done():
-			return AgentState{}, fmt.Errorf("node %s: no new boot after %s (serial log %s): %w", n.name, notBoot, n.serial, errors.Join(ctx.Err(), err))
+			return AgentState{}, time.Time{}, fmt.Errorf("node %s: no new boot after %q (serial log %s): %w", n.name, notBoot, n.serial, errors.Join(ctx.Err(), err))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+	agentUp := time.Now()
 	if ns.b.Admin == nil {
-		return st, nil
+		return st, agentUp, nil
 	}
 	for {
 		node, err := ns.b.Admin.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
 		if err == nil && node.Status.NodeInfo.BootID == st.BootID {
-			return st, nil
+			return st, agentUp, nil
 		}
 		select {
 		case <-ctx.Done():
-			return AgentState{}, fmt.Errorf("node %s: Node does not report boot %s: %w", n.name, st.BootID, errors.Join(ctx.Err(), err))
+			return AgentState{}, time.Time{}, fmt.Errorf("node %s: Node does not report boot %s: %w", n.name, st.BootID, errors.Join(ctx.Err(), err))
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }
 
-// hold keeps a domain paused for d (extra downtime).
+// leaseVersion is the node's Lease resourceVersion ("" without an admin
+// client or a Lease).
+func (ns *NodeSet) leaseVersion(ctx context.Context, n *vmNode) string {
+	if ns.b.Admin == nil {
+		return ""
+	}
+	l, err := ns.b.Admin.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, n.name, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	return l.ResourceVersion
+}
+
+// waitRenewed waits, with an admin client, until the node writes its
+// Lease again (resourceVersion other than rv; the lightweight kubelet
+// writes it only to renew): the node reaches the API server again. The
+// guest's clock is not compared: a paused guest's clock lags.
+func (ns *NodeSet) waitRenewed(ctx context.Context, n *vmNode, rv string) error {
+	if ns.b.Admin == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, ns.b.BootTimeout)
+	defer cancel()
+	for {
+		l, err := ns.b.Admin.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, n.name, metav1.GetOptions{})
+		if err == nil && l.ResourceVersion != rv {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("node %s: Lease not renewed since resourceVersion %s (serial log %s): %w", n.name, rv, n.serial, errors.Join(ctx.Err(), err))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// hold keeps a domain paused for d.
 func hold(ctx context.Context, dom Domain, d time.Duration) error {
 	if d <= 0 {
 		return nil
@@ -311,70 +406,187 @@ func hold(ctx context.Context, dom Domain, d time.Duration) error {
 	return ctx.Err()
 }
 
-// Reboot implements scenarios.NodeSet. Downtime is extra: the domain is
-// held paused (or off, for power-cycle) that long on top of the natural
-// boot; for pause it is how long the node is frozen.
+// CheckReboot implements scenarios.RebootChecker: a VM boots the kernel
+// of its image and its kubelet starts Ready at once.
+func (ns *NodeSet) CheckReboot(r scenarios.RebootRequest) error {
+	switch {
+	case r.KernelVersion != "":
+		return fmt.Errorf("booting another kernel version (%s) is not supported by vm nodes: they boot the image's kernel", r.KernelVersion)
+	case r.NotReadyFor > 0:
+		return fmt.Errorf("a Ready=False blip at kubelet startup (%s) is not supported by vm nodes", r.NotReadyFor)
+	case r.Mode != "" && !slices.Contains(RebootModeNames, r.Mode):
+		return fmt.Errorf("unknown mode %q: accepted: %s", r.Mode, strings.Join(RebootModeNames, ", "))
+	}
+	return nil
+}
+
+// bootEstimate is the node's expected natural boot time.
+func (ns *NodeSet) bootEstimate(n *vmNode) time.Duration {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.boot > 0 {
+		return n.boot
+	}
+	return ns.b.BootEstimate
+}
+
+// Reboot implements scenarios.NodeSet. r.Downtime is the whole time the
+// node is down: the domain is held paused after a reset, guest reboot or
+// panic (off, for power-cycle) for the downtime minus the node's natural
+// boot time, measured on its previous reboot. A downtime shorter than the
+// natural boot gives the natural boot. The outcome carries the downtime
+// as measured: from the reboot to the Node reporting the new boot.
 func (ns *NodeSet) Reboot(ctx context.Context, node string, r scenarios.RebootRequest) (scenarios.RebootOutcome, error) {
 	n, err := ns.node(node)
 	if err != nil {
 		return scenarios.RebootOutcome{}, err
 	}
+	if err := ns.CheckReboot(r); err != nil {
+		return scenarios.RebootOutcome{}, fmt.Errorf("reboot node %s: %w", node, err)
+	}
 	old, err := ns.state(ctx, n)
 	if err != nil {
 		return scenarios.RebootOutcome{}, fmt.Errorf("reboot node %s: %w", node, err)
-	}
-	if r.KernelVersion != "" {
-		return scenarios.RebootOutcome{}, fmt.Errorf("reboot node %s: booting another kernel (%s) is not supported by vm nodes", node, r.KernelVersion)
-	}
-	if r.NotReadyFor > 0 {
-		return scenarios.RebootOutcome{}, fmt.Errorf("reboot node %s: a Ready=False blip at startup (%s) is not supported by vm nodes", node, r.NotReadyFor)
 	}
 	mode := r.Mode
 	if mode == "" {
 		mode = RebootReset
 	}
-	ns.log.Info("rebooting vm node", "node", node, "mode", mode, "downtime", r.Downtime, "oldBootID", old.BootID)
+	extra := max(0, r.Downtime-ns.bootEstimate(n))
+	ns.log.Info("rebooting vm node", "node", node, "mode", mode, "downtime", r.Downtime, "held", extra, "oldBootID", old.BootID)
+	start := time.Now()
 	switch mode {
 	case RebootReset:
 		if err = n.dom.Reset(); err == nil {
-			err = hold(ctx, n.dom, r.Downtime)
+			err = hold(ctx, n.dom, extra)
 		}
 	case RebootGuest, RebootPanic:
 		path := map[string]string{RebootGuest: "/reboot", RebootPanic: "/panic"}[mode]
 		if err = ns.post(ctx, n, path); err == nil {
-			err = hold(ctx, n.dom, r.Downtime)
+			err = hold(ctx, n.dom, extra)
 		}
 	case RebootPowerCycle:
 		if err = n.dom.Destroy(); err == nil {
 			select {
 			case <-ctx.Done():
 				err = ctx.Err()
-			case <-time.After(r.Downtime):
+			case <-time.After(extra):
 			}
 			if err == nil {
 				err = n.dom.Start()
 			}
 		}
-	case RebootPause:
-		if err = hold(ctx, n.dom, max(r.Downtime, time.Millisecond)); err != nil {
-			break
-		}
-		st, err := ns.state(ctx, n)
-		if err != nil {
-			return scenarios.RebootOutcome{}, fmt.Errorf("pause node %s: %w", node, err)
-		}
-		return scenarios.RebootOutcome{OldBootID: old.BootID, NewBootID: st.BootID}, nil
-	default:
-		return scenarios.RebootOutcome{}, fmt.Errorf("reboot node %s: unknown mode %q: accepted: %v", node, mode, RebootModeNames)
 	}
 	if err != nil {
 		return scenarios.RebootOutcome{}, fmt.Errorf("reboot node %s (%s): %w", node, mode, err)
 	}
-	st, err := ns.waitBoot(ctx, n, old.BootID)
+	booting := time.Now()
+	st, agentUp, err := ns.waitBoot(ctx, n, old.BootID)
 	if err != nil {
 		return scenarios.RebootOutcome{}, fmt.Errorf("reboot node %s (%s): %w", node, mode, err)
 	}
-	return scenarios.RebootOutcome{OldBootID: old.BootID, NewBootID: st.BootID}, nil
+	n.mu.Lock()
+	n.boot = agentUp.Sub(booting)
+	n.mu.Unlock()
+	return scenarios.RebootOutcome{OldBootID: old.BootID, NewBootID: st.BootID, Downtime: time.Since(start)}, nil
+}
+
+// PauseNode implements scenarios.NodePauser: the domain is paused for d
+// (a frozen machine: no heartbeat, no process runs) and resumed in the
+// same boot; an error if the boot ID changed.
+func (ns *NodeSet) PauseNode(ctx context.Context, node string, d time.Duration) error {
+	n, err := ns.node(node)
+	if err != nil {
+		return err
+	}
+	old, err := ns.state(ctx, n)
+	if err != nil {
+		return fmt.Errorf("pause node %s: %w", node, err)
+	}
+	ns.log.Info("pausing vm node", "node", node, "for", d, "bootID", old.BootID)
+	if err := hold(ctx, n.dom, max(d, time.Millisecond)); err != nil {
+		return fmt.Errorf("pause node %s: %w", node, err)
+	}
+	rv := ns.leaseVersion(ctx, n)
+	st, _, err := ns.waitBoot(ctx, n, "")
+	if err != nil {
+		return fmt.Errorf("pause node %s: %w", node, err)
+	}
+	if st.BootID != old.BootID {
+		return fmt.Errorf("pause node %s: boot ID changed from %s to %s (serial log %s)", node, old.BootID, st.BootID, n.serial)
+	}
+	if err := ns.waitRenewed(ctx, n, rv); err != nil {
+		return fmt.Errorf("pause node %s: %w", node, err)
+	}
+	return nil
+}
+
+// NetworkBlip implements scenarios.NetworkBlipper: the node's NIC link is
+// down for d (the guest sees no carrier; nothing reaches the API server)
+// and up again, in the same boot.
+func (ns *NodeSet) NetworkBlip(ctx context.Context, node string, d time.Duration) error {
+	n, err := ns.node(node)
+	if err != nil {
+		return err
+	}
+	ls, ok := n.dom.(LinkSetter)
+	if !ok {
+		return fmt.Errorf("network blip on node %s: domain %s cannot set its link state", node, n.dom.Name())
+	}
+	old, err := ns.state(ctx, n)
+	if err != nil {
+		return fmt.Errorf("network blip on node %s: %w", node, err)
+	}
+	ns.log.Info("cutting vm node off the network", "node", node, "for", d, "bootID", old.BootID)
+	if err := ls.SetLink(false); err != nil {
+		return fmt.Errorf("network blip on node %s: %w", node, err)
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+	if err := ls.SetLink(true); err != nil {
+		return fmt.Errorf("network blip on node %s: %w", node, err)
+	}
+	rv := ns.leaseVersion(ctx, n)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	st, _, err := ns.waitBoot(ctx, n, "")
+	if err != nil {
+		return fmt.Errorf("network blip on node %s: %w", node, err)
+	}
+	if st.BootID != old.BootID {
+		return fmt.Errorf("network blip on node %s: boot ID changed from %s to %s (serial log %s)", node, old.BootID, st.BootID, n.serial)
+	}
+	if err := ns.waitRenewed(ctx, n, rv); err != nil {
+		return fmt.Errorf("network blip on node %s: %w", node, err)
+	}
+	return nil
+}
+
+// RestartKubelet implements scenarios.KubeletRestarter: the agent stops
+// its kubelet, waits downtime and starts it again in the same boot.
+func (ns *NodeSet) RestartKubelet(ctx context.Context, node string, downtime time.Duration) error {
+	n, err := ns.node(node)
+	if err != nil {
+		return err
+	}
+	old, err := ns.state(ctx, n)
+	if err != nil {
+		return fmt.Errorf("restart kubelet on node %s: %w", node, err)
+	}
+	if err := ns.postLong(ctx, n, "/restart-kubelet?downtime="+downtime.String(), downtime+time.Minute); err != nil {
+		return fmt.Errorf("restart kubelet on node %s: %w", node, err)
+	}
+	st, err := ns.state(ctx, n)
+	if err != nil {
+		return fmt.Errorf("restart kubelet on node %s: %w", node, err)
+	}
+	if st.BootID != old.BootID {
+		return fmt.Errorf("restart kubelet on node %s: boot ID changed from %s to %s (serial log %s)", node, old.BootID, st.BootID, n.serial)
+	}
+	return nil
 }
 
 // Close implements scenarios.NodeSet: every domain is destroyed and

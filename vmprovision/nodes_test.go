@@ -117,6 +117,8 @@ func (d *fakeDomain) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d.h.op(strings.TrimPrefix(r.URL.Path, "/"))
 		d.boot()
 		w.WriteHeader(http.StatusAccepted)
+	case "POST /restart-kubelet":
+		d.h.op("restart-kubelet " + r.URL.Query().Get("downtime"))
 	case "PUT /modules/bonding":
 		d.modules = append(d.modules, "tls", "bonding")
 	default:
@@ -136,6 +138,7 @@ func TestNodeSetRebootModes(t *testing.T) {
 	}
 	b := &Backend{
 		Hypervisor: hv, Image: img, APIServer: "https://10.0.2.2:6443", RunID: "r1", Dir: t.TempDir(), BootTimeout: 10 * time.Second,
+		BootEstimate: 20 * time.Millisecond,
 		Credentials: func(node string) (*rest.Config, error) {
 			return &rest.Config{TLSClientConfig: rest.TLSClientConfig{CAData: []byte(cfg.CAData), CertData: []byte(cfg.CertData), KeyData: []byte(cfg.KeyData)}}, nil
 		},
@@ -161,7 +164,6 @@ func TestNodeSetRebootModes(t *testing.T) {
 		{mode: RebootGuest, wantOps: []string{"reboot"}, rebooted: true},
 		{mode: RebootPanic, wantOps: []string{"panic"}, rebooted: true},
 		{mode: RebootPowerCycle, downtime: 50 * time.Millisecond, wantOps: []string{"destroy", "start"}, rebooted: true},
-		{mode: RebootPause, downtime: 50 * time.Millisecond, wantOps: []string{"suspend", "resume"}, rebooted: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.mode+"/"+tt.downtime.String(), func(t *testing.T) {
@@ -178,6 +180,11 @@ func TestNodeSetRebootModes(t *testing.T) {
 			if !slices.Equal(hv.ops, tt.wantOps) {
 				t.Errorf("operations %v, want %v", hv.ops, tt.wantOps)
 			}
+			// The downtime is the whole time down: what the fake's
+			// instant boot does not take is held.
+			if out.Downtime <= 0 || out.Downtime < tt.downtime-20*time.Millisecond {
+				t.Errorf("measured downtime %s for a requested %s", out.Downtime, tt.downtime)
+			}
 			if (out.NewBootID != out.OldBootID) != tt.rebooted || out.OldBootID == "" {
 				t.Errorf("boot %q -> %q, want rebooted=%v", out.OldBootID, out.NewBootID, tt.rebooted)
 			}
@@ -190,11 +197,59 @@ func TestNodeSetRebootModes(t *testing.T) {
 			}
 		})
 	}
-	if _, err := ns.Reboot(ctx, "vm-1", scenarios.RebootRequest{Mode: "kexec"}); err == nil || !strings.Contains(err.Error(), `unknown mode "kexec"`) {
-		t.Errorf("unknown mode: err = %v", err)
+	t.Run("pause", func(t *testing.T) {
+		if err := ns.LoadModule(ctx, "vm-1", "bonding"); err != nil {
+			t.Fatal(err)
+		}
+		before, err := ns.State(ctx, "vm-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		hv.mu.Lock()
+		hv.ops = nil
+		hv.mu.Unlock()
+		if err := ns.PauseNode(ctx, "vm-1", 50*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"suspend", "resume"}; !slices.Equal(hv.ops, want) {
+			t.Errorf("operations %v, want %v", hv.ops, want)
+		}
+		after, err := ns.State(ctx, "vm-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.BootID != before.BootID || !slices.Contains(after.Modules, "bonding") {
+			t.Errorf("after a pause: boot %s -> %s, modules %v", before.BootID, after.BootID, after.Modules)
+		}
+	})
+	t.Run("restart-kubelet", func(t *testing.T) {
+		hv.mu.Lock()
+		hv.ops = nil
+		hv.mu.Unlock()
+		if err := ns.RestartKubelet(ctx, "vm-1", 1500*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"restart-kubelet 1.5s"}; !slices.Equal(hv.ops, want) {
+			t.Errorf("operations %v, want %v", hv.ops, want)
+		}
+	})
+	for _, tt := range []struct {
+		req  scenarios.RebootRequest
+		want string
+	}{
+		{scenarios.RebootRequest{Mode: "kexec"}, `unknown mode "kexec": accepted: reset, guest, panic, power-cycle`},
+		{scenarios.RebootRequest{KernelVersion: "6.12.0"}, "booting another kernel version (6.12.0) is not supported"},
+		{scenarios.RebootRequest{NotReadyFor: 2 * time.Second}, "Ready=False blip at kubelet startup (2s) is not supported"},
+	} {
+		if err := ns.CheckReboot(tt.req); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("CheckReboot(%+v) = %v, want %q", tt.req, err, tt.want)
+		}
+		if _, err := ns.Reboot(ctx, "vm-1", tt.req); err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "vm-1") {
+			t.Errorf("Reboot(%+v) = %v, want %q", tt.req, err, tt.want)
+		}
 	}
-	if _, err := ns.Reboot(ctx, "vm-1", scenarios.RebootRequest{KernelVersion: "6.12.0"}); err == nil || !strings.Contains(err.Error(), "not supported") {
-		t.Errorf("kernel upgrade: err = %v", err)
+	if err := ns.CheckReboot(scenarios.RebootRequest{Mode: RebootPanic, Downtime: time.Second}); err != nil {
+		t.Errorf("CheckReboot(panic) = %v", err)
 	}
 	if _, err := ns.Reboot(ctx, "vm-9", scenarios.RebootRequest{}); err == nil || !strings.Contains(err.Error(), "vm-9") {
 		t.Errorf("unknown node: err = %v", err)

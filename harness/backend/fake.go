@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -143,14 +145,30 @@ func (n *fakeNodes) Reboot(ctx context.Context, node string, r scenarios.RebootR
 	if err != nil {
 		return scenarios.RebootOutcome{}, err
 	}
-	if r.Mode != "" && r.Mode != "reset" {
-		return scenarios.RebootOutcome{}, fmt.Errorf("simulated node %s: reboot mode %s: accepted: reset", node, r.Mode)
+	if r.Mode != "" && !slices.Contains(FakeRebootModes, r.Mode) {
+		return scenarios.RebootOutcome{}, fmt.Errorf("simulated node %s: reboot mode %s: accepted: %s", node, r.Mode, strings.Join(FakeRebootModes, ", "))
 	}
 	out := scenarios.RebootOutcome{OldBootID: k.Kernel().BootID()}
 	err = k.Reboot(ctx, fakes.RebootSpec{Downtime: r.Downtime, AfterRenewal: true,
 		Startup: fakes.Startup{NotReadyFor: r.NotReadyFor}, KernelVersion: r.KernelVersion})
 	out.NewBootID = k.Kernel().BootID()
 	return out, err
+}
+
+// FakeRebootModes are the reboot modes a simulated node accepts. A
+// simulated node has no firmware, panic path or power supply: every mode
+// is the same simulated reboot (heartbeats stop, the kernel forgets its
+// modules, a new boot ID after the downtime), so scenarios written for VM
+// modes run on simulated nodes too.
+var FakeRebootModes = []string{"reset", "guest", "panic", "power-cycle"}
+
+// RebootModes implements scenarios.RebootModes.
+func (n *fakeNodes) RebootModes() []string { return slices.Clone(FakeRebootModes) }
+
+// PauseNode implements scenarios.NodePauser: the node's heartbeats and
+// status updates stop for d; its kernel and boot stay as they were.
+func (n *fakeNodes) PauseNode(ctx context.Context, node string, d time.Duration) error {
+	return n.NetworkBlip(ctx, node, d)
 }
 
 // RestartKubelet implements scenarios.KubeletRestarter.
@@ -195,4 +213,6 @@ var (
 	_ scenarios.NodeSet          = (*fakeNodes)(nil)
 	_ scenarios.KubeletRestarter = (*fakeNodes)(nil)
 	_ scenarios.NetworkBlipper   = (*fakeNodes)(nil)
+	_ scenarios.RebootModes      = (*fakeNodes)(nil)
+	_ scenarios.NodePauser       = (*fakeNodes)(nil)
 )

@@ -100,6 +100,7 @@ node never shows NotReady - each kernel module is loaded again in the new boot.`
 	root.AddCommand(newKMMCommand(s))
 	root.AddCommand(newNodesCommand(s))
 	root.AddCommand(newRunCommand(s), newListCommand(s), newReportCommand(s))
+	root.AddCommand(newImageCommand(s), newVMCommand(s))
 	return root
 }
 

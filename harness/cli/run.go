@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 	corev1 "k8s.io/api/core/v1"
 
@@ -45,12 +46,20 @@ type runOptions struct {
 	kindImage     string
 	retain        bool
 	nodeCreds     string
+	maxNodesSet   bool
+	vm            backend.LibvirtConfig
 }
 
 // Defaults of 'bootproof run' on the embedded cluster.
 const (
 	DefaultRunGrace   = 10 * time.Second
 	DefaultRunMonitor = time.Second
+	// DefaultVMGrace is the embedded cluster's grace period with VM nodes:
+	// a TCG guest takes about 7s to boot, so 0.1g..0.8g reboots must fit.
+	DefaultVMGrace = 30 * time.Second
+	// DefaultVMMaxNodes caps scenarios' node counts on VMs (each is a
+	// TCG guest of 512 MiB and a busy core while it boots).
+	DefaultVMMaxNodes = 3
 )
 
 func newRunCommand(s Streams) *cobra.Command {
@@ -64,7 +73,10 @@ truth and writes results.json, junit.xml, trace.json, index.html and
 summary.md. Exit code 0: every verdict passed; 1: a verdict failed; 2: a usage
 error, an invalid run or an infrastructure fault.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runRun(cmd.Context(), s, o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.maxNodesSet = cmd.Flags().Changed("max-nodes")
+			return runRun(cmd.Context(), s, o)
+		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.cluster, "cluster", "embedded", "cluster: embedded (started here), kind, or kubeconfig (an existing cluster)")
@@ -74,16 +86,17 @@ error, an invalid run or an infrastructure fault.`,
 	f.StringArrayVar(&o.scenarioFiles, "scenario-file", nil, "run a scenario from this YAML file as well (strictly decoded)")
 	f.StringArrayVar(&o.labels, "label", nil, "run only scenarios with this label (more than once: all of them)")
 	f.StringVar(&o.timing, "timing", "", "override every scenario's kubelet timing: fast or kubelet-defaults")
-	f.DurationVar(&o.grace, "grace-period", 0, "node-monitor-grace-period: set on the embedded cluster (default 10s), required with --cluster kubeconfig")
+	f.DurationVar(&o.grace, "grace-period", 0, fmt.Sprintf("node-monitor-grace-period: set on the embedded cluster (default %s, %s with --nodes libvirt), required with --cluster kubeconfig", DefaultRunGrace, DefaultVMGrace))
 	f.DurationVar(&o.monitor, "monitor-period", DefaultRunMonitor, "node-monitor-period of the embedded cluster")
 	f.IntVar(&o.parallel, "parallel", 2, "cases run at once")
-	f.IntVar(&o.maxNodes, "max-nodes", 0, "cap every scenario's node count (0: no cap)")
+	f.IntVar(&o.maxNodes, "max-nodes", 0, fmt.Sprintf("cap every scenario's node count (0: no cap; with --nodes libvirt the default is %d)", DefaultVMMaxNodes))
 	f.StringVar(&o.reportDir, "report-dir", "", "report directory (default reports/<timestamp>, with reports/latest pointing to it)")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig for --cluster kubeconfig (default $KUBECONFIG)")
 	f.StringVar(&o.binDir, "bin-dir", "", "control-plane binaries for the embedded cluster (default as for 'controlplane up')")
 	f.StringVar(&o.kindCluster, "kind-cluster", "", "with --cluster kind: reuse this existing kind cluster instead of creating one")
 	f.StringVar(&o.kindImage, "kind-image", cluster.DefaultKindImage, "with --cluster kind: the node image")
 	f.BoolVar(&o.retain, "retain", false, "with --cluster kind: keep the cluster bootproof created")
+	addVMFlags(f, &o.vm)
 	f.StringVar(&o.nodeCreds, "node-credentials", "shared", "with --cluster kubeconfig: shared (simulated nodes act with the kubeconfig's identity) or csr (each node gets system:node:<name> through an approved CertificateSigningRequest)")
 	return cmd
 }
@@ -137,8 +150,21 @@ func runRun(ctx context.Context, s Streams, o runOptions) error {
 	if o.nodes != "fake" && o.nodes != "libvirt" {
 		return withCode(ExitUsage, fmt.Errorf("invalid --nodes %q: accepted: fake, libvirt", o.nodes))
 	}
+	defaultGrace := DefaultRunGrace
 	if o.nodes == "libvirt" {
-		return withCode(ExitInfra, errors.New("--nodes libvirt: the scenario catalog does not run on VMs yet (the VM backend is tested by make e2e-libvirt); use --nodes fake"))
+		if err := backend.CheckLibvirtBuild(); err != nil {
+			return withCode(ExitUsage, fmt.Errorf("--nodes libvirt: %w", err))
+		}
+		if err := o.vm.Default(); err != nil {
+			return withCode(ExitInfra, err)
+		}
+		if err := o.vm.Validate(); err != nil {
+			return withCode(ExitUsage, fmt.Errorf("--nodes libvirt: %w", err))
+		}
+		defaultGrace = DefaultVMGrace
+		if !o.maxNodesSet {
+			o.maxNodes = DefaultVMMaxNodes
+		}
 	}
 
 	var cl scenarios.Cluster
@@ -148,7 +174,7 @@ func runRun(ctx context.Context, s Streams, o runOptions) error {
 	case "embedded":
 		grace := o.grace
 		if grace == 0 {
-			grace = DefaultRunGrace
+			grace = defaultGrace
 		}
 		fmt.Fprintf(s.Err, "starting the embedded control plane (grace period %s, monitor period %s)\n", grace, o.monitor)
 		e, err := cluster.StartEmbedded(ctx, controlplane.Config{GracePeriod: grace, MonitorPeriod: o.monitor, BinDir: o.binDir})
@@ -177,7 +203,7 @@ func runRun(ctx context.Context, s Streams, o runOptions) error {
 		}
 		grace := o.grace
 		if grace == 0 {
-			grace = DefaultRunGrace
+			grace = defaultGrace
 		}
 		name := o.kindCluster
 		if name == "" {
@@ -197,6 +223,7 @@ func runRun(ctx context.Context, s Streams, o runOptions) error {
 	default:
 		return withCode(ExitUsage, fmt.Errorf("invalid --cluster %q: accepted: embedded, kind, kubeconfig", o.cluster))
 	}
+	subject.InitLogging(ctx)
 	var subjects []scenarios.Subject
 	for _, name := range o.subjects {
 		subj, err := subject.New(name, cl)
@@ -209,12 +236,31 @@ func runRun(ctx context.Context, s Streams, o runOptions) error {
 	if err != nil {
 		return withCode(ExitInfra, err)
 	}
+	env := map[string]string{"cluster": cl.Name(), "nodes": o.nodes, "grace-period": cl.GracePeriod().String()}
+	var nodes scenarios.NodeBackend = &backend.Fake{Cluster: cl, Taints: simulatedTaints}
+	if o.nodes == "libvirt" {
+		o.vm.Dir = filepath.Join(dir, "vm")
+		fmt.Fprintf(s.Err, "preparing VM nodes: guest kernel, image, accelerator (%s); serial logs in %s\n", o.vm.Accel, o.vm.Dir)
+		vm, err := backend.StartLibvirt(ctx, cl, o.vm)
+		if err != nil {
+			return withCode(ExitInfra, fmt.Errorf("--nodes libvirt: %w", err))
+		}
+		defer func() {
+			if err := vm.Close(); err != nil {
+				fmt.Fprintf(s.Err, "vm cleanup: %v\n", err)
+			}
+		}()
+		fmt.Fprintf(s.Err, "VM nodes: kernel %s, accelerator %s, at most %d nodes per scenario\n", vm.KernelVersion, vm.Accel, o.maxNodes)
+		env["accelerator"], env["guest-kernel"] = vm.Accel, vm.KernelVersion
+		nodes = vm
+	}
 	prog := newProgress(s.Out)
 	start := time.Now()
 	prog.start()
-	res := runner.Run(ctx, runner.Config{Cluster: cl, Backend: &backend.Fake{Cluster: cl, Taints: simulatedTaints}, Subjects: subjects,
+	res := runner.Run(ctx, runner.Config{Cluster: cl, Backend: nodes, Subjects: subjects,
 		Scenarios: selected, Parallel: o.parallel, MaxNodes: o.maxNodes, Progress: prog})
 	prog.stop()
+	res.Environment = env
 	if err := reports.Write(dir, res, time.Now()); err != nil {
 		return withCode(ExitInfra, err)
 	}
@@ -383,4 +429,14 @@ func newListCommand(s Streams) *cobra.Command {
 			return tw.Flush()
 		},
 	}
+}
+
+// addVMFlags registers the flags of the libvirt VM backend.
+func addVMFlags(f *pflag.FlagSet, c *backend.LibvirtConfig) {
+	f.StringVar(&c.URI, "libvirt-uri", "", "with --nodes libvirt: the libvirt connection (default qemu:///system)")
+	f.StringVar(&c.Accel, "accel", backend.AccelAuto, "with --nodes libvirt: accelerator auto (KVM where a probe boot succeeds, else TCG), kvm or tcg")
+	f.StringVar(&c.Agent, "agent", "", "with --nodes libvirt: the static bootproof-agent binary (default: bootproof-agent next to this executable)")
+	f.StringVar(&c.KernelDir, "kernel-dir", "", "with --nodes libvirt: an unpacked kernel tree (boot/vmlinuz-<version>, lib/modules/<version> with modules.dep); default: download --kernel-package")
+	f.StringVar(&c.KernelPackage, "kernel-package", "", "with --nodes libvirt: the Debian/Ubuntu kernel package to download into the cache (default linux-image-amd64)")
+	f.StringVar(&c.CacheDir, "cache-dir", ".cache", "with --nodes libvirt: where kernels and built images are cached")
 }

@@ -70,8 +70,7 @@ func (k *KMM) Start(ctx context.Context, req scenarios.SubjectRequest) (scenario
 			return nil, err
 		}
 	}
-	log := logr.New(quietSink{logr.FromContextOrDiscard(ctx).WithName("kmm").GetSink()}).V(2)
-	setCRLogger.Do(func() { ctrllog.SetLogger(log) })
+	log := InitLogging(ctx)
 	in := &instance{rc: rc, log: log, opts: kmm.Options{
 		Detector: k.Detector, RecordBootFrom: k.RecordBootFrom, WorkerNamespaces: []string{req.Namespace},
 		Selector: req.Selector, LeaderElectionNamespace: req.Namespace,
@@ -201,3 +200,14 @@ func (External) Start(context.Context, scenarios.SubjectRequest) (scenarios.Subj
 type nopInstance struct{}
 
 func (nopInstance) Stop() error { return nil }
+
+// InitLogging sets controller-runtime's global logger, once, to the
+// context's logger with the subjects' quiet filter, and returns that
+// logger. Call it early in a process that runs in-process subjects:
+// controller-runtime complains when its logger is not set within 30s of
+// first use (VM nodes take longer than that to provision).
+func InitLogging(ctx context.Context) logr.Logger {
+	log := logr.New(quietSink{logr.FromContextOrDiscard(ctx).WithName("kmm").GetSink()}).V(2)
+	setCRLogger.Do(func() { ctrllog.SetLogger(log) })
+	return log
+}

@@ -151,7 +151,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("node %s: control api: %w", cfg.NodeName, err)
 	}
-	srv := &http.Server{Handler: ControlHandler(kernel, SystemMachine{}, log), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: ControlHandler(kernel, SystemMachine{}, kubelet, log), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
 	log.Info("control api listening", "addr", ln.Addr().String())
@@ -195,6 +195,11 @@ func (SystemMachine) Panic() error {
 	return nil
 }
 
+// KubeletControl restarts the agent's kubelet in the same boot.
+type KubeletControl interface {
+	RestartKubelet(ctx context.Context, downtime time.Duration) error
+}
+
 // State is what GET /state answers.
 type State struct {
 	BootID        string   `json:"bootID"`
@@ -207,10 +212,12 @@ type State struct {
 //	GET  /state   the boot ID, kernel release and /proc/modules (JSON State)
 //	POST /reboot  reboot(2) after the answer is sent
 //	POST /panic   kernel panic through sysrq after the answer is sent
+//	POST /restart-kubelet?downtime=D  stop the kubelet, wait D, start it
+//	              again in the same boot; answers once it runs again
 //	PUT    /modules/{name}  load a module like modprobe (a manual check;
 //	                        the kubelet's worker pods are the real path)
 //	DELETE /modules/{name}  unload it like modprobe -r
-func ControlHandler(k fakes.Kernel, m Machine, log logr.Logger) http.Handler {
+func ControlHandler(k fakes.Kernel, m Machine, kl KubeletControl, log logr.Logger) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /state", func(w http.ResponseWriter, r *http.Request) {
 		s := State{BootID: k.BootID(), KernelVersion: k.Version(), Modules: []string{}}
@@ -259,6 +266,20 @@ func ControlHandler(k fakes.Kernel, m Machine, log logr.Logger) http.Handler {
 	mux.HandleFunc("DELETE /modules/{name}", module("unload", k.Unload))
 	mux.HandleFunc("POST /reboot", act("reboot", m.Reboot))
 	mux.HandleFunc("POST /panic", act("panic", m.Panic))
+	mux.HandleFunc("POST /restart-kubelet", func(w http.ResponseWriter, r *http.Request) {
+		d, err := time.ParseDuration(r.URL.Query().Get("downtime"))
+		if err != nil || d < 0 {
+			http.Error(w, fmt.Sprintf("query downtime=%q: accepted: a non-negative Go duration such as 15s", r.URL.Query().Get("downtime")), http.StatusBadRequest)
+			return
+		}
+		log.Info("control request", "action", "restart-kubelet", "downtime", d.String(), "bootID", k.BootID())
+		if err := kl.RestartKubelet(r.Context(), d); err != nil {
+			log.Error(err, "control request failed", "action", "restart-kubelet")
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintf(w, "kubelet restarted in boot %s\n", k.BootID())
+	})
 	return mux
 }
 

@@ -36,6 +36,9 @@ func (m *fakeMachine) record(a string) error {
 
 func (m *fakeMachine) Reboot() error { return m.record("reboot") }
 func (m *fakeMachine) Panic() error  { return m.record("panic") }
+func (m *fakeMachine) RestartKubelet(_ context.Context, d time.Duration) error {
+	return m.record("restart-kubelet " + d.String())
+}
 
 func TestControlHandler(t *testing.T) {
 	tests := []struct {
@@ -46,6 +49,9 @@ func TestControlHandler(t *testing.T) {
 		{"GET", "/state", http.StatusOK, ""},
 		{"POST", "/reboot", http.StatusAccepted, "reboot"},
 		{"POST", "/panic", http.StatusAccepted, "panic"},
+		{"POST", "/restart-kubelet?downtime=15s", http.StatusOK, "restart-kubelet 15s"},
+		{"POST", "/restart-kubelet?downtime=soon", http.StatusBadRequest, ""},
+		{"POST", "/restart-kubelet", http.StatusBadRequest, ""},
 		{"GET", "/reboot", http.StatusMethodNotAllowed, ""},
 		{"POST", "/halt", http.StatusNotFound, ""},
 		{"PUT", "/modules/bonding", http.StatusOK, ""},
@@ -64,7 +70,7 @@ func TestControlHandler(t *testing.T) {
 			}
 			m := &fakeMachine{done: make(chan struct{})}
 			rec := httptest.NewRecorder()
-			ControlHandler(k, m, logr.Discard()).ServeHTTP(rec, httptest.NewRequest(tt.method, tt.path, nil))
+			ControlHandler(k, m, m, logr.Discard()).ServeHTTP(rec, httptest.NewRequest(tt.method, tt.path, nil))
 			if rec.Code != tt.wantCode {
 				t.Fatalf("code %d, want %d: %s", rec.Code, tt.wantCode, rec.Body)
 			}

@@ -1,0 +1,150 @@
+package backend
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/bootproof/bootproof/harness/controlplane"
+	"github.com/bootproof/bootproof/vmprovision"
+)
+
+// Accelerator choices of the libvirt backend.
+const (
+	AccelAuto = "auto" // KVM where a probe boot succeeds, else TCG
+	AccelKVM  = "kvm"
+	AccelTCG  = "tcg"
+)
+
+// LibvirtConfig configures the libvirt VM backend.
+type LibvirtConfig struct {
+	// URI is the libvirt connection; default qemu:///system.
+	URI string
+	// Agent is the static bootproof-agent binary; default
+	// bootproof-agent next to the running executable.
+	Agent string
+	// KernelDir is an unpacked kernel tree (boot/vmlinuz-<v>,
+	// lib/modules/<v> with modules.dep); empty: download KernelPackage.
+	KernelDir string
+	// KernelPackage is the Debian/Ubuntu kernel package downloaded into
+	// CacheDir when KernelDir is empty; default linux-image-amd64.
+	KernelPackage string
+	// Modules go into the image with their dependencies; nil means
+	// vmprovision.DefaultImageModules.
+	Modules []string
+	// CacheDir holds downloaded kernels and built images; default
+	// .cache under the working directory.
+	CacheDir string
+	// Dir holds the run's per-node initramfs (removed at Close) and
+	// serial logs (kept); required.
+	Dir string
+	// Accel is auto, kvm or tcg; default auto.
+	Accel string
+	// ProbeTimeout bounds the KVM probe boot; default 20s.
+	ProbeTimeout time.Duration
+}
+
+// Default fills in defaults.
+func (c *LibvirtConfig) Default() error {
+	if c.Accel == "" {
+		c.Accel = AccelAuto
+	}
+	if c.CacheDir == "" {
+		c.CacheDir = ".cache"
+	}
+	// libvirt resolves the kernel, initrd and serial log paths itself:
+	// they must be absolute.
+	for _, p := range []*string{&c.CacheDir, &c.Dir, &c.KernelDir, &c.Agent} {
+		if *p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return fmt.Errorf("libvirt backend: %w", err)
+		}
+		*p = abs
+	}
+	if c.ProbeTimeout == 0 {
+		c.ProbeTimeout = 20 * time.Second
+	}
+	if c.Agent == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("locate bootproof-agent: %w", err)
+		}
+		c.Agent = filepath.Join(filepath.Dir(exe), "bootproof-agent")
+	}
+	return nil
+}
+
+// Validate checks the configuration without touching libvirt.
+func (c *LibvirtConfig) Validate() error {
+	switch c.Accel {
+	case AccelAuto, AccelKVM, AccelTCG:
+	default:
+		return fmt.Errorf("invalid accelerator %q: accepted: auto, kvm, tcg", c.Accel)
+	}
+	if st, err := os.Stat(c.Agent); err != nil || st.IsDir() {
+		return fmt.Errorf("guest agent %s: not a file (build it with 'make build-libvirt', or CGO_ENABLED=0 go build -o bin/bootproof-agent ./cmd/bootproof-agent)", c.Agent)
+	}
+	if c.KernelDir != "" {
+		if _, err := os.Stat(c.KernelDir); err != nil {
+			return fmt.Errorf("kernel directory: %w", err)
+		}
+	}
+	return nil
+}
+
+// BuildGuestImage finds (KernelDir) or downloads (KernelPackage, once,
+// into CacheDir/kernel) the guest kernel and builds the main initramfs
+// into CacheDir/images, cached by content hash. cfg gets its defaults.
+func BuildGuestImage(ctx context.Context, cfg LibvirtConfig) (*vmprovision.Image, error) {
+	if err := cfg.Default(); err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	var kernel vmprovision.KernelTree
+	var err error
+	if cfg.KernelDir != "" {
+		kernel, err = vmprovision.FindKernelTree(cfg.KernelDir, "")
+	} else {
+		kernel, err = vmprovision.FetchDebianKernel(ctx, filepath.Join(cfg.CacheDir, "kernel"), cfg.KernelPackage)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("guest kernel: %w", err)
+	}
+	img, err := vmprovision.BuildImage(vmprovision.ImageSpec{Kernel: kernel, Agent: cfg.Agent, Modules: cfg.Modules}, filepath.Join(cfg.CacheDir, "images"))
+	if err != nil {
+		return nil, fmt.Errorf("guest image: %w", err)
+	}
+	return img, nil
+}
+
+// GuestAPIServer rewrites an API server URL as a QEMU user-mode guest
+// reaches it: a loopback host becomes the host's address in the guest
+// (10.0.2.2). It also returns the TLS server name to verify (the original
+// host) when the host changed, so the certificate need not name 10.0.2.2.
+func GuestAPIServer(hostURL string) (guestURL, serverName string, err error) {
+	u, err := url.Parse(hostURL)
+	if err != nil || u.Host == "" {
+		return "", "", fmt.Errorf("api server %q: not a URL", hostURL)
+	}
+	h := u.Hostname()
+	ip := net.ParseIP(h)
+	if h != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return hostURL, "", nil
+	}
+	port := u.Port()
+	if port == "" {
+		port = "443"
+	}
+	u.Host = net.JoinHostPort(controlplane.GuestHostAddress, port)
+	return strings.TrimSuffix(u.String(), "/"), h, nil
+}

@@ -1,0 +1,139 @@
+//go:build libvirt
+
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/bootproof/bootproof/harness/cluster"
+	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/vmprovision"
+)
+
+// CheckLibvirtBuild reports whether this binary was built with the
+// libvirt build tag (nil: it was).
+func CheckLibvirtBuild() error { return nil }
+
+// Libvirt is a started libvirt VM backend: the guest image is built, the
+// accelerator chosen and libvirt connected. Close removes every domain of
+// the run.
+type Libvirt struct {
+	*vmprovision.Backend
+	hv *vmprovision.Libvirt
+	// Accel is the accelerator chosen: kvm or tcg.
+	Accel string
+	// KernelVersion is the guest kernel's release.
+	KernelVersion string
+}
+
+var _ scenarios.NodeBackend = (*Libvirt)(nil)
+
+// StartLibvirt prepares the VM backend for cl: nodes act as
+// system:node:<name> with credentials the cluster issues and reach its
+// API server through QEMU user-mode networking.
+func StartLibvirt(ctx context.Context, cl scenarios.Cluster, cfg LibvirtConfig) (_ *Libvirt, retErr error) {
+	log := logr.FromContextOrDiscard(ctx)
+	if err := cfg.Default(); err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Dir == "" {
+		return nil, errors.New("libvirt backend: a run directory is required")
+	}
+	iss := cluster.IssuerOf(cl)
+	if iss == nil {
+		return nil, fmt.Errorf("vm nodes need per-node credentials (system:node:<name>) from cluster %s: with --cluster kubeconfig use --node-credentials csr", cl.Name())
+	}
+	guestURL, serverName, err := GuestAPIServer(cl.RESTConfig().Host)
+	if err != nil {
+		return nil, err
+	}
+	img, err := BuildGuestImage(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	kernel := img.Kernel
+	log.Info("guest image", "kernel", kernel.Version, "image", img.Path, "cached", img.Cached, "modules", img.Manifest.Modules)
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("vm directory: %w", err)
+	}
+	hv, err := vmprovision.ConnectLibvirt(cfg.URI)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if retErr != nil {
+			_ = hv.Close()
+		}
+	}()
+	kvm := cfg.Accel == AccelKVM
+	if cfg.Accel == AccelKVM {
+		if _, err := os.Stat("/dev/kvm"); err != nil {
+			return nil, fmt.Errorf("accelerator kvm: %w (use auto or tcg)", err)
+		}
+	}
+	if cfg.Accel == AccelAuto {
+		start := time.Now()
+		if kvm, err = vmprovision.ProbeKVM(ctx, hv, img, filepath.Join(cfg.Dir, "kvm-probe"), cfg.ProbeTimeout); err != nil {
+			return nil, err
+		}
+		log.Info("kvm probe", "usable", kvm, "took", time.Since(start).Round(time.Millisecond).String())
+	}
+	admin, err := kubernetes.NewForConfig(cl.RESTConfig())
+	if err != nil {
+		return nil, err
+	}
+	l := &Libvirt{hv: hv, Accel: AccelTCG, KernelVersion: kernel.Version}
+	if kvm {
+		l.Accel = AccelKVM
+	}
+	b := &vmprovision.Backend{
+		Hypervisor: hv, Image: img, Credentials: iss.NodeRESTConfig, APIServer: guestURL, TLSServerName: serverName,
+		Admin: admin, RunID: strconv.FormatInt(time.Now().Unix()%1e6, 36), Dir: cfg.Dir, KVM: kvm,
+		BootTimeout: 3 * time.Minute, BootEstimate: vmprovision.DefaultBootEstimateTCG,
+	}
+	if kvm {
+		b.BootEstimate = vmprovision.DefaultBootEstimateKVM
+	}
+	l.Backend = b
+	return l, nil
+}
+
+// Close removes every domain of the run that is still defined and the
+// per-node initramfs files; the serial logs stay.
+func (l *Libvirt) Close() error {
+	removed, err := l.hv.Cleanup(vmprovision.DomainName(l.RunID, ""))
+	if len(removed) > 0 {
+		err = errors.Join(err, fmt.Errorf("domains still defined at the end of the run, removed: %v", removed))
+	}
+	initrds, _ := filepath.Glob(filepath.Join(l.Dir, "*.initrd"))
+	for _, f := range initrds {
+		err = errors.Join(err, os.Remove(f))
+	}
+	return errors.Join(err, l.hv.Close())
+}
+
+// CleanupLibvirt destroys and undefines every bootproof domain (names
+// starting with prefix, default "bootproof-") left by a crashed run.
+func CleanupLibvirt(uri, prefix string) ([]string, error) {
+	if prefix == "" {
+		prefix = "bootproof-"
+	}
+	hv, err := vmprovision.ConnectLibvirt(uri)
+	if err != nil {
+		return nil, err
+	}
+	defer hv.Close()
+	return hv.Cleanup(prefix)
+}

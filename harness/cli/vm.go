@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bootproof/bootproof/harness/backend"
+)
+
+func newImageCommand(s Streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "image",
+		Short: "The VM guest image: a distro kernel and an initramfs with bootproof-agent as /init",
+		Args:  cobra.NoArgs,
+		RunE:  runGroup,
+	}
+	var c backend.LibvirtConfig
+	build := &cobra.Command{
+		Use:   "build",
+		Short: "Download the guest kernel (once) and build the guest initramfs (cached by content hash)",
+		Long: `Finds the guest kernel (--kernel-dir) or downloads the kernel package with
+apt-get into the cache, and builds the main initramfs: bootproof-agent as
+/init, the virtio network modules and the test modules with their
+modules.dep. 'bootproof run --nodes libvirt' does the same; this command
+prepares the cache ahead of a run and shows what the image holds.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			img, err := backend.BuildGuestImage(cmd.Context(), c)
+			if err != nil {
+				return withCode(ExitInfra, err)
+			}
+			state := "built"
+			if img.Cached {
+				state = "cached"
+			}
+			fmt.Fprintf(s.Out, "kernel:  %s (%s)\nimage:   %s (%s)\nsha256:  %s\nmodules: %s\n", img.Kernel.Vmlinuz(), img.Kernel.Version,
+				img.Path, state, img.Hash, strings.Join(img.Manifest.Modules, " "))
+			return nil
+		},
+	}
+	f := build.Flags()
+	f.StringVar(&c.Agent, "agent", "", "the static bootproof-agent binary (default: bootproof-agent next to this executable)")
+	f.StringVar(&c.KernelDir, "kernel-dir", "", "an unpacked kernel tree (boot/vmlinuz-<version>, lib/modules/<version> with modules.dep); default: download --kernel-package")
+	f.StringVar(&c.KernelPackage, "kernel-package", "", "the Debian/Ubuntu kernel package to download (default linux-image-amd64)")
+	f.StringVar(&c.CacheDir, "cache-dir", ".cache", "where kernels and built images are cached")
+	f.StringSliceVar(&c.Modules, "module", nil, "modules to include with their dependencies (default: virtio network, dummy, bonding, team_mode_roundrobin)")
+	cmd.AddCommand(build)
+	return cmd
+}
+
+func newVMCommand(s Streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "vm",
+		Short: "Manage bootproof's libvirt domains",
+		Args:  cobra.NoArgs,
+		RunE:  runGroup,
+	}
+	var uri, prefix string
+	cleanup := &cobra.Command{
+		Use:   "cleanup",
+		Short: "Destroy and undefine the libvirt domains a crashed run left behind",
+		Long: `Destroys and undefines every libvirt domain whose name starts with --prefix
+(bootproof names its domains bootproof-<run>-<node>). A run removes its own
+domains, on Ctrl-C too; this is for a run that was killed.`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if !strings.HasPrefix(prefix, "bootproof-") {
+				return withCode(ExitUsage, fmt.Errorf("invalid --prefix %q: accepted: a prefix starting with bootproof- (only bootproof's own domains are removed)", prefix))
+			}
+			removed, err := backend.CleanupLibvirt(uri, prefix)
+			for _, d := range removed {
+				fmt.Fprintf(s.Out, "removed %s\n", d)
+			}
+			if err != nil {
+				return withCode(ExitInfra, err)
+			}
+			if len(removed) == 0 {
+				fmt.Fprintf(s.Out, "no domain named %s* is defined\n", prefix)
+			}
+			return nil
+		},
+	}
+	cleanup.Flags().StringVar(&uri, "libvirt-uri", "", "the libvirt connection (default qemu:///system)")
+	cleanup.Flags().StringVar(&prefix, "prefix", "bootproof-", "remove domains whose name starts with this")
+	cmd.AddCommand(cleanup)
+	return cmd
+}

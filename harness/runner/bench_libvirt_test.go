@@ -1,0 +1,113 @@
+//go:build libvirt
+
+package runner_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/bootproof/bootproof/harness/backend"
+	"github.com/bootproof/bootproof/harness/cluster"
+	"github.com/bootproof/bootproof/harness/controlplane"
+	"github.com/bootproof/bootproof/harness/controlplane/cptest"
+	"github.com/bootproof/bootproof/harness/runner"
+	"github.com/bootproof/bootproof/harness/subject"
+	"github.com/bootproof/bootproof/reports"
+	"github.com/bootproof/bootproof/scenarios"
+)
+
+// BenchmarkLibvirtReboot reboots one libvirt VM node 5 times by hard
+// reset with no extra downtime (the guest's natural boot only), with the
+// bootid subject, and reports reset -> first heartbeat in the new boot
+// (the new bootID visible in the API) and reset -> module loaded again
+// (kernel ground truth from the guest's /proc/modules), for TCG and, where
+// the probe boot succeeds, KVM. Needs BOOTPROOF_VM_TEST=1 and the binaries
+// of 'make build-libvirt' (make bench-libvirt).
+func BenchmarkLibvirtReboot(b *testing.B) {
+	if os.Getenv("BOOTPROOF_VM_TEST") == "" {
+		b.Skip("boots libvirt VMs: set BOOTPROOF_VM_TEST=1 (make bench-libvirt)")
+	}
+	cptest.RequireBinaries(b)
+	const reboots = 5
+	yaml := "name: bench-vm-reset\nnodes: 1\nmodules: [{name: dummy}]\ntiming: fast\nprecondition: fast\ndeadline: 120s\nexpect: {bootid: pass}\nactions:\n  - wait-reloaded: {}\n"
+	for range reboots {
+		yaml += "  - reboot: {downtime: 0s}\n  - wait-reloaded: {}\n"
+	}
+	sc, err := scenarios.Decode("bench", []byte(yaml))
+	if err != nil {
+		b.Fatal(err)
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		b.Fatal(err)
+	}
+	accels := []string{backend.AccelTCG}
+	if _, err := os.Stat("/dev/kvm"); err == nil {
+		accels = append(accels, backend.AccelAuto)
+	}
+	for b.Loop() {
+		for _, accel := range accels {
+			benchLibvirtReboot(b, root, accel, sc, reboots)
+		}
+	}
+}
+
+func benchLibvirtReboot(b *testing.B, root, accel string, sc *scenarios.Scenario, reboots int) {
+	ctx := context.Background()
+	emb, err := cluster.StartEmbedded(ctx, controlplane.Config{GracePeriod: 30 * time.Second, MonitorPeriod: time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer emb.Stop()
+	vm, err := backend.StartLibvirt(ctx, emb, backend.LibvirtConfig{Accel: accel, Agent: filepath.Join(root, "bin", "bootproof-agent"),
+		CacheDir: filepath.Join(root, ".cache"), Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer vm.Close()
+	if accel == backend.AccelAuto && vm.Accel != backend.AccelKVM {
+		b.Logf("KVM is not usable here (the probe boot did not reach the agent): only TCG is measured")
+		return
+	}
+	sub, _ := subject.New(subject.BootID, emb)
+	start := time.Now()
+	res := runner.Run(ctx, runner.Config{Cluster: emb, Backend: vm, Subjects: []scenarios.Subject{sub}, Scenarios: []*scenarios.Scenario{sc}})
+	wall := time.Since(start)
+	c := res.Cases[0]
+	if c.Verdict != scenarios.Pass {
+		b.Fatalf("verdict %s: %s", c.Verdict, c.Message)
+	}
+	var heartbeat, loaded, reload []float64
+	for _, r := range c.Reboots {
+		if r.BootVisibleMS <= 0 || r.ReloadLatencyMS < 0 {
+			b.Fatalf("reboot of %s without a visible boot or a reload: %+v", r.Node, r)
+		}
+		heartbeat = append(heartbeat, float64(r.BootVisibleMS-r.StartMS))
+		loaded = append(loaded, float64(r.BootVisibleMS-r.StartMS+r.ReloadLatencyMS))
+		reload = append(reload, float64(r.ReloadLatencyMS))
+	}
+	if len(loaded) != reboots {
+		b.Fatalf("%d reboots measured, want %d", len(loaded), reboots)
+	}
+	hb, ld, rl := reports.Summarize("ms", heartbeat), reports.Summarize("ms", loaded), reports.Summarize("ms", reload)
+	b.ReportMetric(ld.P50, vm.Accel+"-reset-to-loaded-p50-ms")
+	b.ReportMetric(ld.Max, vm.Accel+"-reset-to-loaded-max-ms")
+	if dir := os.Getenv(reports.EnvBenchDir); dir != "" {
+		err := reports.WriteBench(dir, reports.BenchResult{
+			Name: "libvirt-reboot-" + vm.Accel,
+			Description: fmt.Sprintf("one libvirt VM node (%s, guest kernel %s) hard-reset %d times with no extra downtime, bootid subject in-process, embedded cluster (grace period 30s, fast timing profile); "+
+				"reset -> heartbeat = reset until the new bootID is visible in the API; reset -> loaded = reset until the module is loaded in the new boot (the guest's /proc/modules); reload = new bootID visible -> loaded.",
+				vm.Accel, vm.KernelVersion, reboots),
+			Date: time.Now(), Machine: reports.MachineDescription(),
+			Figures: map[string]reports.Distribution{"reset-to-heartbeat": hb, "reset-to-loaded": ld, "reload-latency": rl},
+			Notes:   []string{fmt.Sprintf("goal: reset -> loaded under 10s with TCG, under 3s with KVM; case wall time %s.", wall.Round(time.Second))},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
