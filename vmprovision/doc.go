@@ -1,7 +1,8 @@
 // Package vmprovision boots real libvirt/QEMU VMs as bootproof nodes: a
 // distro kernel plus an initramfs whose /init is the lightweight kubelet
-// over the real kernel, and reboot modes (reset, guest, panic, power cycle,
-// pause) with controlled downtime.
+// over the real kernel, and reboot modes (reset, guest, panic, power cycle)
+// with controlled downtime, plus disruptions without a reboot (pause,
+// network blip, kubelet restart).
 //
 // The pieces:
 //
@@ -29,11 +30,17 @@
 //     implement scenarios.NodeBackend and scenarios.NodeSet over a
 //     Hypervisor; the libvirt Hypervisor (ConnectLibvirt, cgo) is behind
 //     the libvirt build tag so the rest builds without libvirt headers.
+//     A reboot's downtime is the whole time the node is down: the domain
+//     is held paused (or off) for the downtime minus the node's natural
+//     boot, measured on its previous reboot (BootEstimate before that);
+//     the outcome carries the downtime as measured. PauseNode suspends
+//     the domain, NetworkBlip sets the NIC's link down through QEMU's
+//     set_link (LinkSetter), RestartKubelet asks the agent.
 //
 // The guest reaches the host's loopback as 10.0.2.2 (QEMU user-mode
 // networking); the host reaches the agent's control API (GET /state, POST
 // /reboot, POST /panic, PUT/DELETE /modules/{name}) through the forwarded
-// port.
+// port, plus POST /restart-kubelet?downtime=D.
 //
 // Tests that boot real VMs run only with BOOTPROOF_VM_TEST=1:
 //

@@ -27,6 +27,12 @@ modules.dep. 'bootproof run --nodes libvirt' does the same; this command
 prepares the cache ahead of a run and shows what the image holds.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := c.Default(); err != nil {
+				return withCode(ExitInfra, err)
+			}
+			if err := c.Validate(); err != nil {
+				return withCode(ExitUsage, err)
+			}
 			img, err := backend.BuildGuestImage(cmd.Context(), c)
 			if err != nil {
 				return withCode(ExitInfra, err)
