@@ -129,7 +129,8 @@ type Kubelet struct {
 	log logr.Logger
 
 	mu         sync.Mutex
-	run        *lifetime // the current kubelet process; nil while down
+	run        *lifetime       // the current kubelet process; nil while down
+	base       context.Context // Start's context: every lifetime derives from it
 	offline    chan struct{}
 	online     chan struct{} // closed while online
 	pods       map[types.UID]*corev1.Pod
@@ -214,6 +215,9 @@ func (k *Kubelet) Stats() Stats {
 // kernel ground truth. It returns nil when ctx ends.
 func (k *Kubelet) Start(ctx context.Context) error {
 	k.log = logr.FromContextOrDiscard(ctx).WithValues("node", k.cfg.NodeName)
+	k.mu.Lock()
+	k.base = ctx
+	k.mu.Unlock()
 	pods := k.cfg.Pods
 	if pods == nil {
 		src, err := NewInformerPodSource(k.cfg.Client, k.cfg.NodeName)
@@ -265,9 +269,20 @@ func nudge(ch chan struct{}) {
 }
 
 // startLifetime starts the kubelet process: registration, the first
-// heartbeat and status, then the loops.
-func (k *Kubelet) startLifetime(parent context.Context, st Startup) error {
+// heartbeat and status, then the loops. The process runs until it is
+// stopped or Start's context ends, not when caller's context ends (a
+// reboot or restart requested by a short-lived request must not take
+// the new process down with it); caller only bounds the start.
+func (k *Kubelet) startLifetime(caller context.Context, st Startup) error {
+	k.mu.Lock()
+	parent := k.base
+	k.mu.Unlock()
+	if parent == nil {
+		parent = caller
+	}
 	ctx, cancel := context.WithCancel(parent)
+	stopStart := context.AfterFunc(caller, cancel)
+	defer stopStart()
 	lt := &lifetime{ctx: ctx, cancel: cancel, sync: make(chan struct{}, 1), truth: make(chan struct{}, 1)}
 	k.mu.Lock()
 	k.notReady = st.NotReadyFor > 0

@@ -292,8 +292,28 @@ func TestRestartKubeletAndNetworkBlipKeepBoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	boot := kern.BootID()
-	if err := kl.RestartKubelet(ctx, time.Second); err != nil {
+	// The restart is requested with a context that ends as soon as it
+	// returns (an HTTP request's, say): the new kubelet process must
+	// outlive it.
+	reqCtx, reqCancel := context.WithCancel(ctx)
+	if err := kl.RestartKubelet(reqCtx, time.Second); err != nil {
 		t.Fatal(err)
+	}
+	reqCancel()
+	lease := func() string {
+		l, err := e.admin.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, "n1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.ResourceVersion
+	}
+	rv := lease()
+	deadline := time.Now().Add(30 * time.Second)
+	for lease() == rv {
+		if time.Now().After(deadline) {
+			t.Fatal("no Lease renewal after the restart request's context ended: the restarted kubelet died with it")
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	kl.Pause()
 	time.Sleep(2 * time.Second)
