@@ -3,10 +3,12 @@ package reports
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -76,7 +78,7 @@ func WriteBench(dir string, r BenchResult) error {
 		}
 	}) {
 		d := r.Figures[k]
-		fmt.Fprintf(&md, "| %s | %s | %d | %.4g | %.4g | %.4g | %.4g | %.4g |\n", k, d.Unit, d.Count, d.Min, d.P50, d.P95, d.P99, d.Max)
+		fmt.Fprintf(&md, "| %s | %s | %d | %s | %s | %s | %s | %s |\n", k, d.Unit, d.Count, num(d.Min), num(d.P50), num(d.P95), num(d.P99), num(d.Max))
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(&md, "\n%s\n", n)
@@ -93,4 +95,14 @@ func MachineDescription() string {
 	host, _ := os.Hostname()
 	release, _ := os.ReadFile("/proc/sys/kernel/osrelease")
 	return fmt.Sprintf("%s, %d CPUs, Linux %s", host, runtime.NumCPU(), strings.TrimSpace(string(release)))
+}
+
+// num prints a figure with 4 significant digits and no exponent
+// notation: 10153, 23.5, 0.0123.
+func num(v float64) string {
+	s := strconv.FormatFloat(v, 'g', 4, 64)
+	if strings.ContainsRune(s, 'e') {
+		s = strconv.FormatFloat(math.Round(v), 'f', 0, 64)
+	}
+	return s
 }

@@ -193,3 +193,11 @@ func TestRewrite(t *testing.T) {
 		t.Error("Rewrite of an empty directory succeeded")
 	}
 }
+
+func TestBenchNumbers(t *testing.T) {
+	for v, want := range map[float64]string{10153: "10153", 8609: "8609", 23.5: "23.5", 0.01234: "0.01234", 371.4: "371.4", 1.5e6: "1500000"} {
+		if got := num(v); got != want {
+			t.Errorf("num(%v) = %q, want %q", v, got, want)
+		}
+	}
+}

@@ -64,7 +64,8 @@ func benchLibvirtReboot(b *testing.B, root, accel string, sc *scenarios.Scenario
 	}
 	defer emb.Stop()
 	vm, err := backend.StartLibvirt(ctx, emb, backend.LibvirtConfig{Accel: accel, Agent: filepath.Join(root, "bin", "bootproof-agent"),
-		CacheDir: filepath.Join(root, ".cache"), Dir: b.TempDir()})
+		// Not b.TempDir(): QEMU runs as another user and cannot enter it.
+		CacheDir: filepath.Join(root, ".cache"), Dir: filepath.Join(root, ".cache", "vm", fmt.Sprintf("bench-%s-%d", accel, time.Now().Unix()))})
 	if err != nil {
 		b.Fatal(err)
 	}
