@@ -126,7 +126,7 @@ func PlanImage(spec ImageSpec) (*Manifest, error) {
 		return nil, fmt.Errorf("plan image: %s: %w", depPath, err)
 	}
 	// Resolve with the same code the guest uses, over the host tree.
-	k := &RealKernel{root: spec.Kernel.Root, version: spec.Kernel.Version, dep: dep, builtin: map[string]bool{}}
+	k := &RealKernel{root: spec.Kernel.Root, version: spec.Kernel.Version, dep: dep, builtin: readBuiltin(spec.Kernel.ModuleDir())}
 	var order []string
 	for _, m := range mods {
 		o, err := k.loadOrder(ModuleName(m))

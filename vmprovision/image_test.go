@@ -291,3 +291,18 @@ func TestWriteBootInitramfs(t *testing.T) {
 		t.Errorf("node archive: %v", got)
 	}
 }
+
+// A module compiled into the kernel (modules.builtin; Ubuntu builds
+// virtio_net in, say) needs no file: the plan accepts it and ships none.
+func TestPlanImageBuiltinModule(t *testing.T) {
+	m, err := PlanImage(ImageSpec{Kernel: testTree(t), Agent: "testdata/image/agent/bootproof-agent", Modules: []string{"8250", "dummy"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(m.Modules, []string{"dummy"}) {
+		t.Errorf("modules %v, want only dummy (8250 is built in)", m.Modules)
+	}
+	if _, err := PlanImage(ImageSpec{Kernel: testTree(t), Agent: "testdata/image/agent/bootproof-agent", Modules: []string{"no_such_mod"}}); err == nil {
+		t.Error("a module neither in modules.dep nor built in was accepted")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -31,9 +32,31 @@ func ParseAptDepends(out, meta string) (string, error) {
 	return "", fmt.Errorf("apt-cache depends %s: no linux-image-* dependency in %q", meta, out)
 }
 
-// FetchDebianKernel downloads the kernel package behind meta (e.g.
-// linux-image-amd64) with apt-get into cacheDir/<package>, unpacks it
-// with dpkg-deb and runs depmod -b on it, once: a complete tree is reused.
+// ParseAptModuleDepends lists the linux-modules-* packages a kernel
+// package depends on in `apt-cache depends <pkg>` output: Ubuntu ships
+// the modules apart from the kernel image (linux-image-6.8.0-51-generic
+// depends on linux-modules-6.8.0-51-generic); Debian has none.
+func ParseAptModuleDepends(out string) []string {
+	var mods []string
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":")
+		if !ok || strings.TrimPrefix(k, "|") != "Depends" {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		if strings.HasPrefix(v, "linux-modules-") && !slices.Contains(mods, v) {
+			mods = append(mods, v)
+		}
+	}
+	return mods
+}
+
+// FetchDebianKernel downloads the kernel package behind meta (Debian's
+// linux-image-amd64, Ubuntu's linux-image-generic) and the linux-modules-*
+// packages it depends on (Ubuntu) with apt-get into cacheDir/<package>,
+// unpacks them with dpkg-deb and runs depmod -b, once: a complete tree is
+// reused.
 func FetchDebianKernel(ctx context.Context, cacheDir, meta string) (KernelTree, error) {
 	if meta == "" {
 		meta = DefaultDebianKernelPackage
@@ -55,19 +78,26 @@ func FetchDebianKernel(ctx context.Context, cacheDir, meta string) (KernelTree, 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return KernelTree{}, fmt.Errorf("kernel %s: %w", pkg, err)
 	}
-	debs, _ := filepath.Glob(filepath.Join(dir, pkg+"_*.deb"))
-	if len(debs) == 0 {
-		if _, err := run(ctx, dir, "apt-get", "download", pkg); err != nil {
+	deps, err := run(ctx, "", "apt-cache", "depends", pkg)
+	if err != nil {
+		return KernelTree{}, err
+	}
+	pkgs := append([]string{pkg}, ParseAptModuleDepends(deps)...)
+	_ = os.RemoveAll(root)
+	for _, p := range pkgs {
+		debs, _ := filepath.Glob(filepath.Join(dir, p+"_*.deb"))
+		if len(debs) == 0 {
+			if _, err := run(ctx, dir, "apt-get", "download", p); err != nil {
+				return KernelTree{}, err
+			}
+			debs, _ = filepath.Glob(filepath.Join(dir, p+"_*.deb"))
+		}
+		if len(debs) != 1 {
+			return KernelTree{}, fmt.Errorf("kernel %s: want one %s .deb in %s, found %d", pkg, p, dir, len(debs))
+		}
+		if _, err := run(ctx, "", "dpkg-deb", "-x", debs[0], root); err != nil {
 			return KernelTree{}, err
 		}
-		debs, _ = filepath.Glob(filepath.Join(dir, pkg+"_*.deb"))
-	}
-	if len(debs) != 1 {
-		return KernelTree{}, fmt.Errorf("kernel %s: want one .deb in %s, found %d", pkg, dir, len(debs))
-	}
-	_ = os.RemoveAll(root)
-	if _, err := run(ctx, "", "dpkg-deb", "-x", debs[0], root); err != nil {
-		return KernelTree{}, err
 	}
 	ents, err := os.ReadDir(filepath.Join(root, "lib/modules"))
 	if err != nil || len(ents) != 1 {

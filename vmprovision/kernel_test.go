@@ -1,6 +1,7 @@
 package vmprovision
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -26,6 +27,24 @@ func TestParseAptDepends(t *testing.T) {
 			}
 			if err != nil || got != tt.want {
 				t.Errorf("got %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseAptModuleDepends(t *testing.T) {
+	tests := []struct {
+		name, out string
+		want      []string
+	}{
+		{name: "debian: modules in the image package", out: "linux-image-6.1.0-57-amd64\n  Depends: kmod\n  Depends: linux-base\n  Recommends: firmware-linux-free\n"},
+		{name: "ubuntu noble", out: "linux-image-6.8.0-51-generic\n  Depends: linux-modules-6.8.0-51-generic\n  Depends: linux-base\n |Depends: linux-firmware\n  Recommends: <linux-modules-extra-6.8.0-51-generic>\n  Depends: linux-modules-6.8.0-51-generic\n",
+			want: []string{"linux-modules-6.8.0-51-generic"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ParseAptModuleDepends(tt.out); !slices.Equal(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
 			}
 		})
 	}

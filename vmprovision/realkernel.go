@@ -282,16 +282,22 @@ func (k *RealKernel) loadIndex() error {
 	if err != nil {
 		return fmt.Errorf("parse %s: %w", p, err)
 	}
+	k.dep, k.builtin = dep, readBuiltin(k.ModuleDir())
+	return nil
+}
+
+// readBuiltin reads dir/modules.builtin: the modules compiled into the
+// kernel (Ubuntu builds virtio_net in, say), which load as a no-op.
+func readBuiltin(dir string) map[string]bool {
 	builtin := map[string]bool{}
-	if b, err := os.ReadFile(filepath.Join(k.ModuleDir(), "modules.builtin")); err == nil {
+	if b, err := os.ReadFile(filepath.Join(dir, "modules.builtin")); err == nil {
 		for l := range strings.Lines(string(b)) {
 			if l = strings.TrimSpace(l); l != "" {
 				builtin[ModuleName(l)] = true
 			}
 		}
 	}
-	k.dep, k.builtin = dep, builtin
-	return nil
+	return builtin
 }
 
 // loadOrder is the modules to insert for name, dependencies first, as
