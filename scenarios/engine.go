@@ -289,10 +289,33 @@ func (c *caseRun) run(ctx context.Context) (retErr error) {
 			return err
 		}
 	}
+	// Work the subject started is judged too: a load it asked for must
+	// not go unseen because its pod had not run yet (a node that just
+	// came back may take a while to start pods).
+	c.waitWorkersDone(ctx, c.s.Deadline.Resolve(c.grace))
 	c.checkPrecondition()
 	c.checkExtraWork()
 	c.checkConsistency(ctx, !c.failed())
 	return nil
+}
+
+// waitWorkersDone waits up to timeout until no worker pod of the case is
+// pending or running, and records in the trace what is still active.
+func (c *caseRun) waitWorkersDone(ctx context.Context, timeout time.Duration) {
+	if active := c.obs.ActiveWorkers(); len(active) > 0 {
+		c.obs.Action("", fmt.Sprintf("waiting for %d worker pod(s) to finish before judging: %s", len(active), strings.Join(active, ", ")))
+	} else {
+		return
+	}
+	err := c.waitFor(ctx, timeout, func() error {
+		if active := c.obs.ActiveWorkers(); len(active) > 0 {
+			return fmt.Errorf("worker pods still active: %s", strings.Join(active, ", "))
+		}
+		return nil
+	})
+	if err != nil {
+		c.obs.Action("", "judging with "+err.Error())
+	}
 }
 
 func (c *caseRun) backgroundErr() error {

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 )
 
 // The tests below drive the observer with scripted objects (what a
@@ -274,4 +275,42 @@ type namedBackend string
 func (b namedBackend) Name() string { return string(b) }
 func (b namedBackend) Provision(context.Context, ProvisionRequest) (NodeSet, error) {
 	return nil, errors.New("not provisioning")
+}
+
+// A load the subject asked for late (its pod still Pending when the
+// timeline ends, as on a VM whose pod watch is reconnecting after a
+// network blip) is waited for and then counted.
+func TestLateExtraLoadIsWaitedForAndCounted(t *testing.T) {
+	s := newScript(t, "recorded")
+	s.node(corev1.ConditionTrue, "a")
+	s.loadPod("1", "Load", "a")
+	pending := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "kmm-worker-n0-dummy", UID: "2",
+		Labels:      map[string]string{workerActionLabel: "Load"},
+		Annotations: map[string]string{workerConfigAnnotation: "modprobe:\n  moduleName: dummy\n"}},
+		Spec: corev1.PodSpec{NodeName: "n0"}, Status: corev1.PodStatus{Phase: corev1.PodPending}}
+	s.c.obs.onPod(pending)
+	if got := s.c.obs.ActiveWorkers(); len(got) != 1 || !strings.Contains(got[0], "Load dummy, Pending") {
+		t.Fatalf("ActiveWorkers = %v", got)
+	}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		s.loadPod("2", "Load", "a")
+	}()
+	start := time.Now()
+	s.c.waitWorkersDone(context.Background(), 30*time.Second)
+	if waited := time.Since(start); waited < 250*time.Millisecond || waited > 20*time.Second {
+		t.Errorf("waited %s for the pending worker", waited)
+	}
+	s.c.checkExtraWork()
+	wantFail(t, s.result(AssertNoExtraWork), "module dummy loaded 2 times in boot a")
+
+	// A deleted pod is not waited for; nothing active returns at once.
+	d := newScript(t, "recorded")
+	d.c.obs.onPod(pending)
+	d.c.obs.onPodDelete(cache.DeletedFinalStateUnknown{Key: "x", Obj: pending})
+	start = time.Now()
+	d.c.waitWorkersDone(context.Background(), 30*time.Second)
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Errorf("waited %s for a deleted pod", waited)
+	}
 }

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -54,7 +55,7 @@ type podObs struct {
 	name, node, action, moduleName string
 	created                        time.Time
 	phase                          corev1.PodPhase
-	running, succeeded             bool
+	running, succeeded, deleted    bool
 	loadBoot                       string // boot the action ran in
 }
 
@@ -162,6 +163,9 @@ func (o *Observer) run(ctx context.Context, cs kubernetes.Interface, dyn dynamic
 		if err := add(h.inf, h.f); err != nil {
 			return fmt.Errorf("observer: %w", err)
 		}
+	}
+	if _, err := podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: o.onPodDelete}); err != nil {
+		return fmt.Errorf("observer: %w", err)
 	}
 	for _, f := range []interface{ Start(<-chan struct{}) }{nf, lf, pf, df} {
 		f.Start(ctx.Done())
@@ -313,6 +317,37 @@ func (o *Observer) onPod(obj any) {
 		o.loads = append(o.loads, load{node: po.node, moduleName: po.moduleName, action: action, boot: boot, at: now, modules: mods})
 		o.record(TraceEvent{Kind: TraceLoad, Node: po.node, Pod: p.Name, Module: po.moduleName, BootID: boot, Detail: action}, now)
 	}
+}
+
+func (o *Observer) onPodDelete(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if po := o.pods[string(p.UID)]; po != nil && !po.deleted {
+		po.deleted = true
+		o.record(TraceEvent{Kind: TracePod, Node: po.node, Pod: p.Name, Module: po.moduleName, Detail: po.action + " deleted"}, time.Now())
+	}
+}
+
+// ActiveWorkers names the worker pods that exist and have not finished
+// (neither Succeeded nor Failed), sorted.
+func (o *Observer) ActiveWorkers() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []string
+	for _, p := range o.pods {
+		if !p.deleted && p.phase != corev1.PodSucceeded && p.phase != corev1.PodFailed {
+			out = append(out, fmt.Sprintf("%s (%s %s, %s)", p.name, p.action, p.moduleName, cmp.Or(string(p.phase), "no phase")))
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (o *Observer) onNMC(obj any) {
