@@ -363,7 +363,11 @@ func (k *Kubelet) Reboot(ctx context.Context, spec RebootSpec) error {
 	}
 	oldBoot := k.cfg.Kernel.BootID()
 	if spec.AfterRenewal {
-		if err := k.renewLease(lt.ctx, false); err != nil {
+		// A real renewal (renewTime moves): a Lease write that does not
+		// renew makes kube-controller-manager 1.37's lease circuit
+		// breaker stop judging the node, and a slow reboot would then
+		// never show NotReady.
+		if err := k.renewLease(lt.ctx, true); err != nil {
 			return fmt.Errorf("reboot node %s: last renewal: %w", k.cfg.NodeName, err)
 		}
 	}
