@@ -256,22 +256,10 @@ func (ns *NodeSet) state(ctx context.Context, n *vmNode) (AgentState, error) {
 }
 
 func (ns *NodeSet) post(ctx context.Context, n *vmNode, path string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.ctlURL+path, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := ns.client.Do(req)
-	if err != nil {
-		return fmt.Errorf("node %s: agent %s: %w", n.name, path, err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		return fmt.Errorf("node %s: agent %s: %s", n.name, path, resp.Status)
-	}
-	return nil
+	return ns.postLong(ctx, n, path, ns.client.Timeout)
 }
 
-// postLong posts to the agent with a longer timeout than the default.
+// postLong posts to the agent, waiting up to timeout for its answer.
 func (ns *NodeSet) postLong(ctx context.Context, n *vmNode, path string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -279,9 +267,9 @@ func (ns *NodeSet) postLong(ctx context.Context, n *vmNode, path string, timeout
 	if err != nil {
 		return err
 	}
-	resp, err := (&http.Client{}).Do(req)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("agent %s: %w", path, err)
+		return fmt.Errorf("node %s: agent %s: %w", n.name, path, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {

@@ -435,10 +435,17 @@ func newListCommand(s Streams) *cobra.Command {
 
 // addVMFlags registers the flags of the libvirt VM backend.
 func addVMFlags(f *pflag.FlagSet, c *backend.LibvirtConfig) {
-	f.StringVar(&c.URI, "libvirt-uri", "", "with --nodes libvirt: the libvirt connection (default qemu:///system)")
-	f.StringVar(&c.Accel, "accel", backend.AccelAuto, "with --nodes libvirt: accelerator auto (KVM where a probe boot succeeds, else TCG), kvm or tcg")
-	f.StringVar(&c.Agent, "agent", "", "with --nodes libvirt: the static bootproof-agent binary (default: bootproof-agent next to this executable)")
-	f.StringVar(&c.KernelDir, "kernel-dir", "", "with --nodes libvirt: an unpacked kernel tree (boot/vmlinuz-<version>, lib/modules/<version> with modules.dep); default: download --kernel-package")
-	f.StringVar(&c.KernelPackage, "kernel-package", "", "with --nodes libvirt: the Debian/Ubuntu kernel package to download into the cache (default linux-image-amd64)")
-	f.StringVar(&c.CacheDir, "cache-dir", ".cache", "with --nodes libvirt: where kernels and built images are cached")
+	const p = "with --nodes libvirt: "
+	f.StringVar(&c.URI, "libvirt-uri", "", p+"the libvirt connection (default qemu:///system)")
+	f.StringVar(&c.Accel, "accel", backend.AccelAuto, p+"accelerator auto (KVM where a probe boot succeeds, else TCG), kvm or tcg")
+	addImageFlags(f, c, p)
+}
+
+// addImageFlags registers the guest image flags ('run --nodes libvirt'
+// and 'image build'); prefix starts every help text.
+func addImageFlags(f *pflag.FlagSet, c *backend.LibvirtConfig, prefix string) {
+	f.StringVar(&c.Agent, "agent", "", prefix+"the static bootproof-agent binary (default: bootproof-agent next to this executable)")
+	f.StringVar(&c.KernelDir, "kernel-dir", "", prefix+"an unpacked kernel tree (boot/vmlinuz-<version>, lib/modules/<version> with modules.dep); default: download --kernel-package")
+	f.StringVar(&c.KernelPackage, "kernel-package", "", prefix+"the Debian/Ubuntu kernel package to download into the cache (default linux-image-amd64)")
+	f.StringVar(&c.CacheDir, "cache-dir", ".cache", prefix+"where kernels and built images are cached")
 }

@@ -47,10 +47,7 @@ prepares the cache ahead of a run and shows what the image holds.`,
 		},
 	}
 	f := build.Flags()
-	f.StringVar(&c.Agent, "agent", "", "the static bootproof-agent binary (default: bootproof-agent next to this executable)")
-	f.StringVar(&c.KernelDir, "kernel-dir", "", "an unpacked kernel tree (boot/vmlinuz-<version>, lib/modules/<version> with modules.dep); default: download --kernel-package")
-	f.StringVar(&c.KernelPackage, "kernel-package", "", "the Debian/Ubuntu kernel package to download (default linux-image-amd64)")
-	f.StringVar(&c.CacheDir, "cache-dir", ".cache", "where kernels and built images are cached")
+	addImageFlags(f, &c, "")
 	f.StringSliceVar(&c.Modules, "module", nil, "modules to include with their dependencies (default: virtio network, dummy, bonding, team_mode_roundrobin)")
 	cmd.AddCommand(build)
 	return cmd
