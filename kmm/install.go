@@ -15,9 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kmmv1beta1 "github.com/bootproof/bootproof/kmm/api/v1beta1"
 	"github.com/bootproof/bootproof/kmm/config"
 )
 
@@ -47,7 +49,7 @@ type InstallOptions struct {
 
 // CRDObjects returns the embedded NodeModulesConfig CRD.
 func CRDObjects() ([]*unstructured.Unstructured, error) {
-	return decodeYAML(config.CRD(), "kmm/config/crd")
+	return DecodeObjects(config.CRD(), "kmm/config/crd")
 }
 
 // RBACObjects renders the embedded RBAC manifest for the given worker and
@@ -59,7 +61,7 @@ func RBACObjects(workerNamespaces []string, leaderElectionNamespace string) ([]*
 	if leaderElectionNamespace == "" {
 		leaderElectionNamespace = DefaultLeaderElectionNamespace
 	}
-	docs, err := decodeYAML(config.RBAC(), "kmm/config/rbac/rbac.yaml")
+	docs, err := DecodeObjects(config.RBAC(), "kmm/config/rbac/rbac.yaml")
 	if err != nil {
 		return nil, err
 	}
@@ -125,8 +127,8 @@ func Install(ctx context.Context, cfg *rest.Config, o InstallOptions) error {
 		timeout = DefaultCRDTimeout
 	}
 	for _, crd := range crds {
-		if err := waitEstablished(ctx, c, crd.GetName(), timeout); err != nil {
-			return err
+		if err := WaitEstablished(ctx, c, crd.GetName(), timeout); err != nil {
+			return fmt.Errorf("install kmm: %w", err)
 		}
 	}
 	rbac, err := RBACObjects(o.WorkerNamespaces, o.LeaderElectionNamespace)
@@ -149,7 +151,9 @@ func apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 	return nil
 }
 
-func waitEstablished(ctx context.Context, c client.Client, name string, timeout time.Duration) error {
+// WaitEstablished waits up to timeout until the CustomResourceDefinition
+// name is established.
+func WaitEstablished(ctx context.Context, c client.Client, name string, timeout time.Duration) error {
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		u := &unstructured.Unstructured{}
@@ -174,12 +178,14 @@ func waitEstablished(ctx context.Context, c client.Client, name string, timeout 
 		return false, nil
 	})
 	if err != nil {
-		return fmt.Errorf("install kmm: CRD %s not established within %s (last: %s): %w", name, timeout, last, err)
+		return fmt.Errorf("CRD %s not established within %s (last: %s): %w", name, timeout, last, err)
 	}
 	return nil
 }
 
-func decodeYAML(data []byte, source string) ([]*unstructured.Unstructured, error) {
+// DecodeObjects decodes the YAML or JSON documents of data (named source
+// in errors); every document needs a kind and a name.
+func DecodeObjects(data []byte, source string) ([]*unstructured.Unstructured, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	var out []*unstructured.Unstructured
 	for i := 0; ; i++ {
@@ -203,4 +209,37 @@ func decodeYAML(data []byte, source string) ([]*unstructured.Unstructured, error
 		return nil, fmt.Errorf("%s: no documents", source)
 	}
 	return slices.Clip(out), nil
+}
+
+// CRDMissingError says the cluster does not serve the NodeModulesConfig
+// API.
+type CRDMissingError struct{ Err error }
+
+func (e *CRDMissingError) Error() string {
+	return fmt.Sprintf("the cluster does not serve %s nodemodulesconfigs (%v): install the CRD first (kmm/config/crd, or Install)", kmmv1beta1.GroupVersion, e.Err)
+}
+
+func (e *CRDMissingError) Unwrap() error { return e.Err }
+
+// CheckCRD returns a *CRDMissingError unless the cluster serves the
+// NodeModulesConfig resource. It uses discovery, which every
+// authenticated identity may read.
+func CheckCRD(cfg *rest.Config) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("discovery client: %w", err)
+	}
+	list, err := dc.ServerResourcesForGroupVersion(kmmv1beta1.GroupVersion.String())
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return &CRDMissingError{Err: err}
+		}
+		return fmt.Errorf("look up %s: %w", kmmv1beta1.GroupVersion, err)
+	}
+	for _, r := range list.APIResources {
+		if r.Name == "nodemodulesconfigs" {
+			return nil
+		}
+	}
+	return &CRDMissingError{Err: fmt.Errorf("group %s serves no nodemodulesconfigs", kmmv1beta1.GroupVersion)}
 }

@@ -31,8 +31,12 @@ reboots by the node's boot ID; --detector legacy by the Ready condition's
 transition time, which misses fast reboots on purpose (the negative control).
 
 The cluster needs the NodeModulesConfig CRD and the reconciler's RBAC
-(--install applies both, with the kubeconfig's identity). Leader election is
-on by default.`,
+(--install applies both, with the kubeconfig's identity); without --install
+it checks that the CRD is served and stops with an error if not. Leader
+election is on by default (--leader-elect=false turns it off).
+
+As a subject of 'bootproof run --subject-file' (examples/subjects/), it reads
+the KUBECONFIG bootproof gives it and stops on SIGTERM.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runKMM(cmd, s, ko)
@@ -71,6 +75,12 @@ func runKMM(cmd *cobra.Command, s Streams, ko kmmOptions) error {
 			return withCode(ExitInfra, err)
 		}
 		fmt.Fprintln(s.Out, "installed the NodeModulesConfig CRD and the reconciler's RBAC")
+	} else if err := kmm.CheckCRD(cfg); err != nil {
+		var missing *kmm.CRDMissingError
+		if errors.As(err, &missing) {
+			return withCode(ExitUsage, fmt.Errorf("%w; or give --install", err))
+		}
+		return withCode(ExitInfra, err)
 	}
 	fmt.Fprintf(s.Out, "kmm reconciler starting: detector %s, boot recorded from %s, leader election %v; Ctrl-C stops it\n",
 		o.Detector, o.RecordBootFrom, o.LeaderElection)

@@ -57,9 +57,9 @@ type ModuleConfig struct {
 	// +optional
 	// +kubebuilder:default=IfNotPresent
 	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
-	// InsecurePull allows pulling ContainerImage without TLS.
-	// +optional
-	InsecurePull bool `json:"insecurePull,omitempty"`
+	// InsecurePull allows pulling ContainerImage without TLS. Required,
+	// as in upstream KMM's schema: writers state false explicitly.
+	InsecurePull bool `json:"insecurePull"`
 	// InTreeModulesToRemove are in-tree modules removed before loading.
 	// +optional
 	InTreeModulesToRemove []string `json:"inTreeModulesToRemove,omitempty"`
@@ -75,10 +75,9 @@ type ModuleItem struct {
 	// Namespace of the Module; its worker pods run there.
 	// +kubebuilder:validation:MinLength=1
 	Namespace string `json:"namespace"`
-	// ServiceAccountName runs the worker pods; empty means the namespace's
-	// default ServiceAccount.
-	// +optional
-	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+	// ServiceAccountName runs the worker pods. Required, as in upstream
+	// KMM's schema; empty means the namespace's default ServiceAccount.
+	ServiceAccountName string `json:"serviceAccountName"`
 	// ImageRepoSecret is the pull secret for ContainerImage.
 	// +optional
 	ImageRepoSecret *corev1.LocalObjectReference `json:"imageRepoSecret,omitempty"`
