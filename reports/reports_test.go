@@ -201,3 +201,69 @@ func TestBenchNumbers(t *testing.T) {
 		}
 	}
 }
+
+// TestConformanceMatrix: scenarios as rows, subjects as columns, each
+// cell the case's verdict with observed and expected; index.html and
+// summary.md open with it.
+func TestConformanceMatrix(t *testing.T) {
+	r := sample()
+	r.Cases[1].Expected, r.Cases[1].ExpectedAssertions = "fail", []string{"reload"}
+	m := BuildMatrix(r)
+	if strings.Join(m.Subjects, ",") != "bootid,legacy" || len(m.Rows) != 3 {
+		t.Fatalf("matrix %+v", m)
+	}
+	if m.Rows[0].Scenario != "fast-reboot-0.5g" || m.Rows[0].Cells[1] != (MatrixCell{Case: 1, Verdict: "fail", Observed: "fail", Expected: "fail:reload"}) {
+		t.Errorf("row 0: %+v", m.Rows[0])
+	}
+	if c := m.Rows[1].Cells[1]; c.Case != -1 {
+		t.Errorf("slow-reboot-3g did not run with legacy, cell %+v", c)
+	}
+	md := Summary(r)
+	first := strings.Index(md, "| scenario | bootid | legacy |")
+	if first < 0 || first > strings.Index(md, "| verdict |") {
+		t.Errorf("summary.md does not open with the matrix:\n%s", md)
+	}
+	for _, want := range []string{"| fast-reboot-0.5g | [✅ pass](index.html#case-0) pass / pass | [❌ fail](index.html#case-1) fail / fail:reload |",
+		"| slow-reboot-3g | [⚠️ error](index.html#case-2) error / pass | not run |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("summary.md lacks %q:\n%s", want, md)
+		}
+	}
+	html, err := RenderHTML(r, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := string(html)
+	if i, j := strings.Index(h, "<h2>Conformance</h2>"), strings.Index(h, "<h2>Cases</h2>"); i < 0 || j < i {
+		t.Errorf("index.html does not open with the conformance matrix")
+	}
+	if !strings.Contains(h, `<td class="fail"><a href="#case-1">fail</a> <small>observed fail / expected fail:reload</small></td>`) {
+		t.Errorf("index.html lacks the legacy cell linking to its case")
+	}
+}
+
+// results.json writes [] for empty lists, never null.
+func TestResultsEmptyLists(t *testing.T) {
+	dir := t.TempDir()
+	r := scenarios.Results{Cases: []scenarios.CaseResult{{Scenario: "s", Subject: "bootid", Verdict: "skipped"}}}
+	if err := Write(dir, r, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, ResultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "null") || !strings.Contains(string(data), `"assertions": []`) || !strings.Contains(string(data), `"reboots": []`) {
+		t.Errorf("results.json:\n%s", data)
+	}
+	if err := Write(dir, scenarios.Results{}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	data, _ = os.ReadFile(filepath.Join(dir, ResultsFile))
+	if !strings.Contains(string(data), `"cases": []`) {
+		t.Errorf("results.json of no cases:\n%s", data)
+	}
+	if r.Cases[0].Assertions != nil {
+		t.Error("Write changed the caller's results")
+	}
+}

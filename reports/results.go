@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/bootproof/bootproof/scenarios"
@@ -32,6 +33,7 @@ func Write(dir string, r scenarios.Results, generated time.Time) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("report directory %s: %w", dir, err)
 	}
+	r = withEmptyLists(r)
 	if err := writeJSON(filepath.Join(dir, ResultsFile), r); err != nil {
 		return err
 	}
@@ -66,6 +68,28 @@ func Write(dir string, r scenarios.Results, generated time.Time) error {
 		}
 	}
 	return nil
+}
+
+// withEmptyLists returns r with every nil list a consumer iterates made
+// empty, so results.json says [] rather than null.
+func withEmptyLists(r scenarios.Results) scenarios.Results {
+	if r.Cases == nil {
+		r.Cases = []scenarios.CaseResult{}
+	}
+	r.Cases = slices.Clone(r.Cases)
+	for i := range r.Cases {
+		c := &r.Cases[i]
+		if c.Assertions == nil {
+			c.Assertions = []scenarios.AssertionResult{}
+		}
+		if c.Reboots == nil {
+			c.Reboots = []scenarios.RebootMetric{}
+		}
+		if c.Trace == nil {
+			c.Trace = []scenarios.TraceEvent{}
+		}
+	}
+	return r
 }
 
 func writeJSON(path string, v any) error {

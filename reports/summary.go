@@ -57,10 +57,11 @@ func Summary(r scenarios.Results) string {
 	if env := r.EnvironmentLine(); env != "" {
 		fmt.Fprintf(&b, "Environment: %s\n\n", mdEscape(env))
 	}
-	b.WriteString("| verdict | subject | scenario | nodes | expected | observed | reboots | duration | message |\n|---|---|---|---|---|---|---|---|---|\n")
+	writeMatrix(&b, BuildMatrix(r))
+	b.WriteString("\n| verdict | subject | scenario | nodes | expected | observed | reboots | duration | message |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range r.Cases {
 		fmt.Fprintf(&b, "| %s | %s | %s | %d %s, %s | %s | %s | %d | %.1fs | %s |\n", verdictMark(c.Verdict), c.Subject, c.Scenario,
-			c.NodeCount, c.Nodes, c.Cluster, c.Expected, c.Observed, len(c.Reboots), float64(c.DurationMS)/1000, mdEscape(c.Message))
+			c.NodeCount, c.Nodes, c.Cluster, Expected(c), c.Observed, len(c.Reboots), float64(c.DurationMS)/1000, mdEscape(c.Message+notes(c)))
 	}
 	var subjects []string
 	for _, c := range r.Cases {
@@ -75,6 +76,36 @@ func Summary(r scenarios.Results) string {
 		fmt.Fprintf(&b, "| %s | %d | %s | %s |\n", s, l.Count, dist(d), dist(l))
 	}
 	return b.String()
+}
+
+// writeMatrix writes the conformance matrix: scenarios x subjects, each
+// cell the verdict (linking to the case in index.html) with what was
+// observed and expected.
+func writeMatrix(b *strings.Builder, m Matrix) {
+	b.WriteString("| scenario |")
+	for _, s := range m.Subjects {
+		fmt.Fprintf(b, " %s |", mdEscape(s))
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(m.Subjects)) + "\n")
+	for _, row := range m.Rows {
+		fmt.Fprintf(b, "| %s |", row.Scenario)
+		for _, c := range row.Cells {
+			if c.Case < 0 {
+				b.WriteString(" not run |")
+				continue
+			}
+			fmt.Fprintf(b, " [%s](%s#case-%d) %s / %s |", verdictMark(c.Verdict), HTMLFile, c.Case, c.Observed, c.Expected)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\nEach cell: verdict, then observed / expected.\n")
+}
+
+func notes(c scenarios.CaseResult) string {
+	if len(c.Notes) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(c.Notes, "; ") + ")"
 }
 
 func dist(d Distribution) string {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -16,12 +15,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 )
 
 // Engine runs scenarios against a cluster, a node backend and a subject.
@@ -59,6 +56,35 @@ func (e *infraError) Error() string { return e.err.Error() }
 func (e *infraError) Unwrap() error { return e.err }
 
 func infra(format string, args ...any) error { return &infraError{fmt.Errorf(format, args...)} }
+
+// subjectError marks a subject that stopped acting on its own during the
+// case (its process exited, its manager failed) or could not be paused or
+// resumed: the case cannot be judged.
+type subjectError struct{ err error }
+
+func (e *subjectError) Error() string { return e.err.Error() }
+func (e *subjectError) Unwrap() error { return e.err }
+
+// isFault reports whether err is an infrastructure or subject fault, as
+// opposed to a timeout a check turns into a failed assertion.
+func isFault(err error) bool {
+	var ie *infraError
+	var se *subjectError
+	return errors.As(err, &ie) || errors.As(err, &se)
+}
+
+// subjectErr returns a subjectError when the case's subject instance
+// stopped acting on its own.
+func (c *caseRun) subjectErr() error {
+	h, ok := c.inst.(HealthReporter)
+	if !ok {
+		return nil
+	}
+	if err := h.Err(); err != nil {
+		return &subjectError{fmt.Errorf("subject %s stopped during the case: %w", c.subj.Name(), err)}
+	}
+	return nil
+}
 
 // errAborted stops a timeline after an assertion failed.
 var errAborted = errors.New("timeline aborted after a failed assertion")
@@ -106,12 +132,9 @@ func (e *Engine) Run(ctx context.Context, s *Scenario, subj Subject) CaseResult 
 	start := time.Now()
 	grace := e.Cluster.GracePeriod()
 	res := CaseResult{Scenario: s.Name, Description: strings.TrimSpace(s.Description), Labels: s.Labels,
-		Subject: subj.Name(), Cluster: e.Cluster.Name(), Nodes: e.Backend.Name(), GracePeriodMS: grace.Milliseconds()}
-	exp, ok := s.Expect[subj.Name()]
-	if !ok && subj.Name() == "external" {
-		exp, ok = Pass, true
-	}
-	res.Expected = exp
+		Subject: subj.Name(), Cluster: e.Cluster.Name(), Nodes: e.Backend.Name(), GracePeriodMS: grace.Milliseconds(), StartedAt: start}
+	exp, ok := ExpectationFor(s, subj)
+	res.Expected, res.ExpectedAssertions = exp.Outcome, exp.Assertions
 	if !ok {
 		res.Verdict, res.Observed = Skipped, Skipped
 		res.Message = fmt.Sprintf("scenario %s states no expectation for subject %s", s.Name, subj.Name())
@@ -138,37 +161,52 @@ func (e *Engine) Run(ctx context.Context, s *Scenario, subj Subject) CaseResult 
 		res.Trace = c.obs.Trace()
 		res.Reboots = c.rebootMetrics()
 	}
-	res.Observed, res.Verdict, res.Message = judge(s.Name, subj.Name(), res.Expected, c.results, err)
+	res.Observed, res.Verdict, res.Message = judge(s.Name, subj.Name(), exp, c.results, err)
 	res.DurationMS = time.Since(start).Milliseconds()
 	return res
 }
 
 // judge turns the assertions (and the run's error) into the observed
-// outcome and the verdict: observed vs expected.
-func judge(scenario, subject, expected string, results []AssertionResult, err error) (observed, verdict, msg string) {
+// outcome and the verdict: observed vs expected. An expected failure
+// that names assertions must fail through at least one of them (others
+// may fail as a consequence); failing only through others is an error.
+func judge(scenario, subject string, exp Expectation, results []AssertionResult, err error) (observed, verdict, msg string) {
 	var skip *skipError
+	var subjErr *subjectError
 	switch {
 	case errors.As(err, &skip):
 		return Skipped, Skipped, skip.reason
+	case errors.As(err, &subjErr):
+		return Error, Error, "subject fault: " + subjErr.Error()
 	case err != nil && !errors.Is(err, errAborted):
 		return Error, Error, "infrastructure fault: " + err.Error()
 	}
 	observed = Pass
+	var through []string
 	for _, a := range results {
 		if !a.OK && a.Name == AssertPrecondition {
 			return Error, Error, "invalid run: " + a.Message
 		}
-		if !a.OK && observed == Pass {
-			observed, msg = Fail, a.Name+": "+a.Message
+		if !a.OK {
+			if observed == Pass {
+				observed, msg = Fail, a.Name+": "+a.Message
+			}
+			if !slices.Contains(through, a.Name) {
+				through = append(through, a.Name)
+			}
 		}
 	}
 	switch {
-	case observed == expected && observed == Fail:
+	case observed == Fail && exp.Outcome == Fail:
+		if len(exp.Assertions) > 0 && !slices.ContainsFunc(through, func(a string) bool { return slices.Contains(exp.Assertions, a) }) {
+			return observed, Error, fmt.Sprintf("failed for the wrong reason: expected to fail through %s (%s), failed through %s (%s)",
+				strings.Join(exp.Assertions, " or "), exp.Source, strings.Join(through, ", "), msg)
+		}
 		return observed, Pass, "failed as expected (" + msg + ")"
-	case observed == expected:
+	case observed == exp.Outcome:
 		return observed, Pass, msg
-	case expected == Fail:
-		return observed, Fail, fmt.Sprintf("the harness did not catch the bug: the %s subject was expected to fail %s but passed every assertion; the harness is broken", subject, scenario)
+	case exp.Outcome == Fail:
+		return observed, Fail, fmt.Sprintf("the harness did not catch the bug: the %s subject was expected to fail %s (%s) but passed every assertion", subject, scenario, exp.Source)
 	}
 	return observed, Fail, msg
 }
@@ -293,10 +331,15 @@ func (c *caseRun) run(ctx context.Context) (retErr error) {
 	// not go unseen because its pod had not run yet (a node that just
 	// came back may take a while to start pods).
 	c.waitWorkersDone(ctx, c.s.Deadline.Resolve(c.grace))
+	if err := c.subjectErr(); err != nil {
+		return err
+	}
 	c.checkPrecondition()
 	c.checkExtraWork()
-	c.checkConsistency(ctx, !c.failed())
-	return nil
+	if err := c.checkConsistency(ctx, !c.failed()); err != nil {
+		return err
+	}
+	return c.subjectErr()
 }
 
 // waitWorkersDone waits up to timeout until no worker pod of the case is
@@ -340,8 +383,12 @@ func (c *caseRun) checkCapabilities() error {
 			// Checked on the NodeSet once provisioned
 			// (checkNodeCapabilities).
 		case ActPauseSubject, ActRestartSubject:
-			if c.subj.Name() == "external" {
+			pc, ok := c.subj.(PauseChecker)
+			if !ok {
 				return &skipError{fmt.Sprintf("subject %s cannot be paused or restarted by the harness (%s)", c.subj.Name(), a.Kind)}
+			}
+			if err := pc.CanPause(); err != nil {
+				return &skipError{fmt.Sprintf("subject %s cannot be paused or restarted by the harness (%s): %v", c.subj.Name(), a.Kind, err)}
 			}
 		}
 	}
@@ -402,6 +449,9 @@ func (c *caseRun) waitFor(ctx context.Context, timeout time.Duration, check func
 	defer tick.Stop()
 	for {
 		changed := c.obs.Changed()
+		if err := c.subjectErr(); err != nil {
+			return err
+		}
 		err := check()
 		if err == nil {
 			return nil
@@ -490,17 +540,17 @@ func (c *caseRun) do(ctx context.Context, a Action) error {
 		c.obs.Action("", a.Kind)
 		switch a.Kind {
 		case ActPauseSubject:
-			return wrapInfra(p.Pause(ctx))
+			return c.wrapSubject("pause", p.Pause(ctx))
 		case ActResumeSubject:
-			return wrapInfra(p.Resume(ctx))
+			return c.wrapSubject("resume", p.Resume(ctx))
 		default:
 			if err := p.Pause(ctx); err != nil {
-				return infra("%w", err)
+				return c.wrapSubject("pause", err)
 			}
 			if !sleepCtx(ctx, a.Downtime.Resolve(g)) {
 				return ctx.Err()
 			}
-			return wrapInfra(p.Resume(ctx))
+			return c.wrapSubject("resume", p.Resume(ctx))
 		}
 	case ActWaitReloaded:
 		timeout := c.s.Deadline.Resolve(g)
@@ -513,15 +563,7 @@ func (c *caseRun) do(ctx context.Context, a Action) error {
 	case ActRemoveModule, ActAddModule:
 		for _, n := range c.targets(a.On) {
 			c.mu.Lock()
-			if a.Kind == ActRemoveModule {
-				c.spec[n] = slices.DeleteFunc(c.spec[n], func(m Module) bool { return m.Name == a.Module })
-			} else {
-				mn := a.ModuleName
-				if mn == "" {
-					mn = strings.ReplaceAll(a.Module, "-", "_")
-				}
-				c.spec[n] = append(c.spec[n], Module{Name: a.Module, ModuleName: mn, LoadingOrder: a.LoadingOrder})
-			}
+			c.spec[n] = ApplySpecAction(c.spec[n], a)
 			c.mu.Unlock()
 			c.obs.Action(n, a.Kind+" "+a.Module)
 			if err := c.writeNMC(ctx, n, false); err != nil {
@@ -552,11 +594,13 @@ func (c *caseRun) do(ctx context.Context, a Action) error {
 	return fmt.Errorf("unknown action %q", a.Kind)
 }
 
-func wrapInfra(err error) error {
+// wrapSubject makes a failed pause or resume of the subject a subject
+// fault.
+func (c *caseRun) wrapSubject(what string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return &infraError{err}
+	return &subjectError{fmt.Errorf("%s subject %s: %w", what, c.subj.Name(), err)}
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {
@@ -624,60 +668,6 @@ func (c *caseRun) spread(ctx context.Context, a Action, kind string, downtime ti
 	return nil
 }
 
-// writeNMC creates or updates node's NodeModulesConfig spec from c.spec.
-func (c *caseRun) writeNMC(ctx context.Context, node string, create bool) error {
-	c.mu.Lock()
-	var mods []any
-	for _, m := range c.spec[node] {
-		mp := map[string]any{"moduleName": m.ModuleName}
-		if len(m.LoadingOrder) > 0 {
-			order := make([]any, len(m.LoadingOrder))
-			for i, o := range m.LoadingOrder {
-				order[i] = o
-			}
-			mp["modulesLoadingOrder"] = order
-		}
-		kv := c.kernel[node]
-		mods = append(mods, map[string]any{
-			"name": m.Name, "namespace": c.ns, "serviceAccountName": "default",
-			"tolerations": []any{map[string]any{"key": SimulatedTaintKey, "operator": "Exists", "effect": "NoSchedule"}},
-			"config": map[string]any{
-				"kernelVersion":   kv,
-				"containerImage":  "example.invalid/bootproof/" + m.Name + ":" + kv,
-				"imagePullPolicy": "IfNotPresent",
-				"modprobe":        mp,
-			},
-		})
-	}
-	c.mu.Unlock()
-	if mods == nil {
-		mods = []any{}
-	}
-	res := c.dyn.Resource(NMCResource)
-	if create {
-		u := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": NMCResource.Group + "/" + NMCResource.Version, "kind": "NodeModulesConfig",
-			"metadata": map[string]any{"name": node, "labels": map[string]any{CaseLabel: c.id}},
-			"spec":     map[string]any{"modules": mods},
-		}}
-		if _, err := res.Create(ctx, u, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("create NodeModulesConfig %s: %w", node, err)
-		}
-		return nil
-	}
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		u, err := res.Get(ctx, node, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if err := unstructured.SetNestedSlice(u.Object, mods, "spec", "modules"); err != nil {
-			return err
-		}
-		_, err = res.Update(ctx, u, metav1.UpdateOptions{})
-		return err
-	})
-}
-
 // waitReloaded waits until every module in each node's spec is loaded in
 // the node's current boot, judged from ground truth.
 func (c *caseRun) waitReloaded(ctx context.Context, nodes []string, timeout time.Duration) error {
@@ -710,6 +700,9 @@ func (c *caseRun) waitReloaded(ctx context.Context, nodes []string, timeout time
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if isFault(err) {
+		return err
 	}
 	msg := fmt.Sprintf("%d module(s) not reloaded within %s: %s", len(missing), timeout, strings.Join(missing, "; "))
 	c.assert(AssertReload, false, msg)
@@ -750,6 +743,9 @@ func (c *caseRun) waitWorker(ctx context.Context, a Action) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	if isFault(err) {
+		return err
+	}
 	c.assert(AssertReload, false, "waiting for a worker pod: "+err.Error())
 	return errAborted
 }
@@ -775,183 +771,6 @@ func (o *Observer) hasWorker(node, module, action, state string) bool {
 		}
 	}
 	return false
-}
-
-// checkPrecondition checks that the run tested what the scenario claims.
-func (c *caseRun) checkPrecondition() {
-	c.obs.mu.Lock()
-	defer c.obs.mu.Unlock()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch c.s.Precondition {
-	case "fast":
-		for _, n := range c.names {
-			for _, t := range c.obs.state[n].notReadyAt {
-				if t.After(c.baseAt) {
-					c.assert(AssertPrecondition, false, fmt.Sprintf("scenario claims fast reboots that never show NotReady, but node %s showed Ready!=True at %.1fs (grace period %s): the run did not test a fast reboot",
-						n, t.Sub(c.start).Seconds(), c.grace))
-					return
-				}
-			}
-		}
-		c.assert(AssertPrecondition, true, "Ready never left True on any node")
-	case "slow":
-		for _, d := range c.disrupted {
-			if !c.notReadySeen(d) {
-				c.assert(AssertPrecondition, false, fmt.Sprintf("scenario claims the node shows NotReady, but node %s stayed Ready through its %s of %s (grace period %s)",
-					d.node, d.kind, d.downtime, c.grace))
-				return
-			}
-		}
-		c.assert(AssertPrecondition, true, "NotReady seen for every disruption")
-	default:
-		var seen []string
-		for _, d := range c.disrupted {
-			seen = append(seen, fmt.Sprintf("%s %s %s: NotReady seen %v", d.node, d.kind, d.downtime, c.notReadySeen(d)))
-		}
-		c.assert(AssertPrecondition, true, "recorded, not required: "+strings.Join(seen, "; "))
-	}
-}
-
-// notReadySeen: Ready left True between the disruption's start and a
-// little after its end; call with both locks held.
-func (c *caseRun) notReadySeen(d *disruption) bool {
-	until := d.end.Add(2 * time.Second)
-	for _, t := range c.obs.state[d.node].notReadyAt {
-		if !t.Before(d.start) && t.Before(until) {
-			return true
-		}
-	}
-	return false
-}
-
-// checkExtraWork: per (node, module, boot) at most one load more than the
-// unloads in that boot, so no reload without a boot change.
-func (c *caseRun) checkExtraWork() {
-	c.obs.mu.Lock()
-	defer c.obs.mu.Unlock()
-	type key struct{ node, module, boot string }
-	loads, unloads := map[key]int{}, map[key]int{}
-	for _, l := range c.obs.loads {
-		k := key{l.node, l.moduleName, l.boot}
-		if l.action == "Load" {
-			loads[k]++
-		} else {
-			unloads[k]++
-		}
-	}
-	var bad []string
-	for k, n := range loads {
-		if n > 1+unloads[k] {
-			bad = append(bad, fmt.Sprintf("module %s loaded %d times in boot %s of node %s (%d unloads)", k.module, n, short(k.boot), k.node, unloads[k]))
-		}
-	}
-	sort.Strings(bad)
-	if len(bad) > 0 {
-		c.assert(AssertNoExtraWork, false, strings.Join(bad, "; ")+": a load without a boot change")
-		return
-	}
-	c.assert(AssertNoExtraWork, true, fmt.Sprintf("%d loads, none repeated within a boot", len(c.obs.loads)))
-}
-
-// checkConsistency: the final NMC status matches ground truth. With wait,
-// it gives the subject SettleTimeout to write its last status.
-func (c *caseRun) checkConsistency(ctx context.Context, wait bool) {
-	timeout := c.e.SettleTimeout
-	if timeout == 0 {
-		timeout = 30 * time.Second
-	}
-	if !wait {
-		timeout = time.Millisecond
-	}
-	check := func() error {
-		var bad []string
-		for _, n := range c.names {
-			sn := c.obs.Snapshot(n)
-			c.mu.Lock()
-			spec := slices.Clone(c.spec[n])
-			c.mu.Unlock()
-			for _, e := range sn.Status {
-				if e.BootID != sn.TruthBoot {
-					bad = append(bad, fmt.Sprintf("node %s: status says %s was loaded in boot %s, the node is in boot %s", n, e.Name, short(e.BootID), short(sn.TruthBoot)))
-				} else if e.ModuleName != "" && !slices.Contains(sn.TruthModules, e.ModuleName) {
-					bad = append(bad, fmt.Sprintf("node %s: status says %s is loaded in boot %s, the kernel has %v", n, e.Name, short(e.BootID), sn.TruthModules))
-				}
-			}
-			for _, m := range spec {
-				if !slices.ContainsFunc(sn.Status, func(e StatusEntry) bool { return e.Name == m.Name }) {
-					bad = append(bad, fmt.Sprintf("node %s: spec has %s but status has no entry", n, m.Name))
-				}
-			}
-			for _, m := range c.s.Modules {
-				inSpec := slices.ContainsFunc(spec, func(x Module) bool { return x.Name == m.Name })
-				if !inSpec && slices.Contains(sn.TruthModules, m.ModuleName) {
-					bad = append(bad, fmt.Sprintf("node %s: %s was removed from the spec but is loaded", n, m.ModuleName))
-				}
-				if !inSpec && slices.ContainsFunc(sn.Status, func(e StatusEntry) bool { return e.Name == m.Name }) {
-					bad = append(bad, fmt.Sprintf("node %s: %s was removed from the spec but has a status entry", n, m.Name))
-				}
-			}
-		}
-		if len(bad) > 0 {
-			return errors.New(strings.Join(bad, "; "))
-		}
-		return nil
-	}
-	err := c.waitFor(ctx, timeout, check)
-	if err != nil {
-		c.assert(AssertConsistency, false, check().Error())
-		return
-	}
-	c.assert(AssertConsistency, true, "NodeModulesConfig status matches the kernels")
-}
-
-// rebootMetrics derives detection and reload latency per reboot.
-func (c *caseRun) rebootMetrics() []RebootMetric {
-	c.obs.mu.Lock()
-	defer c.obs.mu.Unlock()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []RebootMetric
-	for _, d := range c.disrupted {
-		if d.kind != "reboot" || !d.completed {
-			continue
-		}
-		m := RebootMetric{Node: d.node, OldBootID: d.outcome.OldBootID, NewBootID: d.outcome.NewBootID,
-			DowntimeMS: d.downtime.Milliseconds(), NotReadySeen: c.notReadySeen(d), DetectionLatencyMS: -1, ReloadLatencyMS: -1,
-			StartMS: d.start.Sub(c.start).Milliseconds()}
-		st := c.obs.state[d.node]
-		visible, ok := st.bootSeen[d.outcome.NewBootID]
-		if ok {
-			m.BootVisibleMS = visible.Sub(c.start).Milliseconds()
-			var first time.Time
-			for _, p := range c.obs.pods {
-				if p.node == d.node && p.action == "Load" && !p.created.Before(visible) && (first.IsZero() || p.created.Before(first)) {
-					first = p.created
-				}
-			}
-			if !first.IsZero() {
-				m.DetectionLatencyMS = first.Sub(visible).Milliseconds()
-			}
-			var last time.Time
-			all := true
-			for _, mod := range c.spec[d.node] {
-				at, ok := st.lastModule[d.outcome.NewBootID+"/"+mod.ModuleName]
-				if !ok {
-					all = false
-					break
-				}
-				if at.After(last) {
-					last = at
-				}
-			}
-			if all && !last.IsZero() {
-				m.ReloadLatencyMS = max(0, last.Sub(visible).Milliseconds())
-			}
-		}
-		out = append(out, m)
-	}
-	return out
 }
 
 // teardown stops the subject and the nodes and deletes the case's objects.

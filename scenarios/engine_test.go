@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -192,21 +193,34 @@ func TestReloadFailsWithLastState(t *testing.T) {
 func TestJudge(t *testing.T) {
 	okAll := []AssertionResult{{Name: AssertReload, OK: true}, {Name: AssertPrecondition, OK: true}}
 	failed := []AssertionResult{{Name: AssertPrecondition, OK: true}, {Name: AssertReload, OK: false, Message: "not loaded"}}
+	failedTwice := []AssertionResult{{Name: AssertReload, OK: false, Message: "not loaded"}, {Name: AssertPrecondition, OK: true},
+		{Name: AssertConsistency, OK: false, Message: "stale"}}
+	extra := []AssertionResult{{Name: AssertPrecondition, OK: true}, {Name: AssertNoExtraWork, OK: false, Message: "loaded twice"}}
 	badPre := []AssertionResult{{Name: AssertPrecondition, OK: false, Message: "NotReady seen"}, {Name: AssertReload, OK: false}}
+	pass := Expectation{Outcome: Pass, Source: "scenario s"}
+	fail := Expectation{Outcome: Fail, Source: "scenario s"}
+	failReload := Expectation{Outcome: Fail, Assertions: []string{AssertReload}, Source: "scenario s"}
 	tests := []struct {
-		name, expected string
-		results        []AssertionResult
-		err            error
-		obs, verdict   string
-		msg            string
+		name         string
+		expected     Expectation
+		results      []AssertionResult
+		err          error
+		obs, verdict string
+		msg          string
 	}{
-		{"bootid passes", Pass, okAll, nil, Pass, Pass, ""},
-		{"bootid fails", Pass, failed, errAborted, Fail, Fail, "reload: not loaded"},
-		{"legacy fails as expected", Fail, failed, errAborted, Fail, Pass, "failed as expected"},
-		{"legacy passes a fast reboot: harness broken", Fail, okAll, nil, Pass, Fail, "the harness did not catch the bug"},
-		{"precondition violated is an error", Pass, badPre, nil, Error, Error, "invalid run: NotReady seen"},
-		{"infrastructure fault", Pass, nil, &infraError{errors.New("apiserver gone")}, Error, Error, "infrastructure fault: apiserver gone"},
-		{"missing capability", Pass, nil, &skipError{"backend fake cannot reboot in mode panic"}, Skipped, Skipped, "cannot reboot in mode panic"},
+		{"bootid passes", pass, okAll, nil, Pass, Pass, ""},
+		{"bootid fails", pass, failed, errAborted, Fail, Fail, "reload: not loaded"},
+		{"legacy fails as expected", fail, failed, errAborted, Fail, Pass, "failed as expected"},
+		{"legacy fails through the named assertion", failReload, failed, errAborted, Fail, Pass, "failed as expected (reload: not loaded)"},
+		{"a consequence may fail too", failReload, failedTwice, errAborted, Fail, Pass, "failed as expected"},
+		{"legacy fails for the wrong reason", failReload, extra, nil, Fail, Error, "failed for the wrong reason: expected to fail through reload (scenario s), failed through no-extra-work (no-extra-work: loaded twice)"},
+		{"legacy passes a fast reboot: harness broken", fail, okAll, nil, Pass, Fail, "the harness did not catch the bug"},
+		{"precondition violated is an error", pass, badPre, nil, Error, Error, "invalid run: NotReady seen"},
+		{"precondition violated is an error for legacy too", failReload, badPre, nil, Error, Error, "invalid run: NotReady seen"},
+		{"infrastructure fault", pass, nil, &infraError{errors.New("apiserver gone")}, Error, Error, "infrastructure fault: apiserver gone"},
+		{"infrastructure fault never fails as expected", fail, failed, &infraError{errors.New("apiserver gone")}, Error, Error, "infrastructure fault"},
+		{"subject exited", fail, failed, fmt.Errorf("actions[1]: %w", &subjectError{errors.New("subject op stopped during the case: exit status 2")}), Error, Error, "subject fault: subject op stopped"},
+		{"missing capability", pass, nil, &skipError{"backend fake cannot reboot in mode panic"}, Skipped, Skipped, "cannot reboot in mode panic"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -312,5 +326,114 @@ func TestLateExtraLoadIsWaitedForAndCounted(t *testing.T) {
 	d.c.waitWorkersDone(context.Background(), 30*time.Second)
 	if waited := time.Since(start); waited > 5*time.Second {
 		t.Errorf("waited %s for a deleted pod", waited)
+	}
+}
+
+// statusNoBoot scripts an NMC status entry without bootId, as KMM before
+// boot-ID support writes it.
+func (s *script) statusNoBoot(module string) {
+	u := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "n0"},
+		"status": map[string]any{"modules": []any{map[string]any{"name": module,
+			"config": map[string]any{"modprobe": map[string]any{"moduleName": module}}}}}}}
+	u.SetName("n0")
+	s.c.obs.onNMC(u)
+}
+
+// An operator whose API has no status.modules[].bootId is judged on which
+// modules its status lists, not failed for the boot it cannot record.
+func TestConsistencyWithoutBootIDs(t *testing.T) {
+	ok := newScript(t, "recorded")
+	ok.truth("b", "dummy")
+	ok.statusNoBoot("dummy")
+	if err := ok.c.checkConsistency(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	r := ok.result(AssertConsistency)
+	if !r.OK || !strings.Contains(r.Message, "boot part not applicable: no status entry of the subject ever carried a bootId") {
+		t.Errorf("status without boot IDs matching the kernel: %+v", r)
+	}
+
+	missing := newScript(t, "recorded")
+	missing.truth("b")
+	missing.statusNoBoot("dummy")
+	_ = missing.c.checkConsistency(context.Background(), false)
+	wantFail(t, missing.result(AssertConsistency), "node n0: status lists dummy as loaded, the kernel has []")
+
+	// Once a status entry carried a bootId, the boot part applies.
+	withBoot := newScript(t, "recorded")
+	withBoot.truth("b", "dummy")
+	withBoot.status("a")
+	_ = withBoot.c.checkConsistency(context.Background(), false)
+	wantFail(t, withBoot.result(AssertConsistency), "status says dummy was loaded in boot a, the node is in boot b")
+}
+
+// crashingInstance is a subject instance that stopped on its own.
+type crashingInstance struct{ err error }
+
+func (crashingInstance) Stop() error  { return nil }
+func (c crashingInstance) Err() error { return c.err }
+func (namedSubject) Start(context.Context, SubjectRequest) (SubjectInstance, error) {
+	return nil, errors.New("not started in tests")
+}
+
+type namedSubject string
+
+func (n namedSubject) Name() string { return string(n) }
+
+// A subject that exits during a wait ends the wait at once with a subject
+// fault, never a failed reload.
+func TestSubjectExitEndsTheCase(t *testing.T) {
+	s := newScript(t, "fast")
+	s.c.subj = namedSubject("op")
+	s.c.inst = crashingInstance{errors.New("exit status 3; last lines of op.log:\n  panic: boom")}
+	s.node(corev1.ConditionTrue, "b")
+	s.truth("b")
+	start := time.Now()
+	err := s.c.waitReloaded(context.Background(), []string{"n0"}, 30*time.Second)
+	if time.Since(start) > 10*time.Second {
+		t.Errorf("waited %s for a subject that had exited", time.Since(start))
+	}
+	var se *subjectError
+	if !errors.As(err, &se) {
+		t.Fatalf("waitReloaded = %v, want a subject fault", err)
+	}
+	if len(s.c.results) != 0 {
+		t.Errorf("a subject fault was judged: %+v", s.c.results)
+	}
+	_, verdict, msg := judge("fast-reboot-0.5g", "op", Expectation{Outcome: Fail}, s.c.results, err)
+	if verdict != Error || !strings.Contains(msg, "subject op stopped during the case: exit status 3") || !strings.Contains(msg, "panic: boom") {
+		t.Errorf("verdict %s: %s", verdict, msg)
+	}
+}
+
+type pausable struct {
+	namedSubject
+	reason error
+}
+
+func (p pausable) CanPause() error { return p.reason }
+
+func TestCheckCapabilitiesAsksTheSubject(t *testing.T) {
+	sc := &Scenario{Name: "s", Actions: []Action{{Kind: ActPauseSubject}, {Kind: ActResumeSubject}}}
+	tests := []struct {
+		name string
+		subj Subject
+		skip string
+	}{
+		{"can pause", pausable{namedSubject: "op"}, ""},
+		{"cannot say", namedSubject("op"), "subject op cannot be paused or restarted by the harness (pause-subject)"},
+		{"refuses", pausable{"external", errors.New("it only observes")}, "subject external cannot be paused or restarted by the harness (pause-subject): it only observes"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := (&caseRun{s: sc, subj: tc.subj}).checkCapabilities()
+			var skip *skipError
+			switch {
+			case tc.skip == "" && err != nil:
+				t.Errorf("unexpected %v", err)
+			case tc.skip != "" && (!errors.As(err, &skip) || skip.reason != tc.skip):
+				t.Errorf("got %v, want skip %q", err, tc.skip)
+			}
+		})
 	}
 }

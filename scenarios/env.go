@@ -103,7 +103,8 @@ type NodePauser interface {
 
 // Subject is the operator under test.
 type Subject interface {
-	// Name is bootid, legacy or external.
+	// Name is the subject's name in every report: bootid, legacy,
+	// external, or a subject file's name.
 	Name() string
 	// Start runs the subject for one case: it reconciles only the Nodes
 	// and NodeModulesConfigs carrying Selector's labels and runs worker
@@ -116,6 +117,25 @@ type Subject interface {
 // watches NodeModulesConfigs.
 type Preparer interface {
 	Prepare(ctx context.Context, req SubjectRequest) error
+}
+
+// Expecter is the optional capability of a subject that states its own
+// expectations (a subject file's expect map); a subject without it gets
+// the scenario's expect entry for its name.
+type Expecter interface {
+	// Expectation returns what the subject should get in s; ok is false
+	// when it states nothing for s (the case is then skipped).
+	Expectation(s *Scenario) (e Expectation, ok bool)
+}
+
+// PauseChecker is the optional capability of a subject to say whether
+// the harness can stop and restart it (pause-subject, resume-subject,
+// restart-subject); its instances then implement Pauser. A subject
+// without it cannot be paused, and such cases are skipped.
+type PauseChecker interface {
+	// CanPause returns nil, or why the subject cannot be paused (the
+	// skip reason).
+	CanPause() error
 }
 
 // SubjectRequest scopes a subject to one case.
@@ -134,6 +154,15 @@ type SubjectInstance interface {
 type Pauser interface {
 	Pause(ctx context.Context) error
 	Resume(ctx context.Context) error
+}
+
+// HealthReporter is the optional capability of a subject instance that
+// can stop acting on its own: a process that exits, a manager that
+// returns an error. Err returns why, or nil while it runs or while the
+// harness paused it. A case whose subject stopped on its own is an
+// error, never a verdict.
+type HealthReporter interface {
+	Err() error
 }
 
 // NMCResource is the NodeModulesConfig resource, as upstream KMM and

@@ -34,8 +34,9 @@ type Scenario struct {
 	Precondition string `yaml:"precondition"`
 	// Deadline bounds every wait-reloaded; default 30s.
 	Deadline Duration `yaml:"deadline"`
-	// Expect is the verdict each subject should get: pass or fail.
-	Expect map[string]string `yaml:"expect"`
+	// Expect is the outcome each subject should get: pass, fail, or
+	// fail through named assertions (fail:reload).
+	Expect map[string]Expectation `yaml:"expect"`
 	// Actions run in order.
 	Actions []Action `yaml:"-"`
 
@@ -85,6 +86,15 @@ var actionFields = map[string][]string{
 	ActAddModule:      {"on", "module", "moduleName", "loadingOrder"},
 	ActUpdateKernel:   {"on"},
 	ActSleep:          {"duration"},
+}
+
+// PausesSubject reports whether the timeline stops or restarts the
+// subject (pause-subject, restart-subject). A subject that several cases
+// share must run such a case alone.
+func (s *Scenario) PausesSubject() bool {
+	return slices.ContainsFunc(s.Actions, func(a Action) bool {
+		return a.Kind == ActPauseSubject || a.Kind == ActRestartSubject
+	})
 }
 
 // ActionKinds lists the action names, sorted.
@@ -198,11 +208,11 @@ func ParseDuration(s string) (Duration, error) {
 // UnmarshalYAML implements yaml.Unmarshaler.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return &FieldError{Line: n.Line, Msg: "want a duration such as 3s or 0.5g"}
+		return &FieldError{Line: n.Line, column: n.Column, Msg: "want a duration such as 3s or 0.5g"}
 	}
 	v, err := ParseDuration(n.Value)
 	if err != nil {
-		return &FieldError{Line: n.Line, Msg: err.Error()}
+		return &FieldError{Line: n.Line, column: n.Column, Msg: err.Error()}
 	}
 	*d = v
 	return nil
@@ -219,6 +229,9 @@ type FieldError struct {
 	Line  int
 	Field string
 	Msg   string
+	// column of the offending value, when known: it finds the field
+	// among several on one line ({a: 1, b: x}).
+	column int
 }
 
 func (e *FieldError) Error() string {
@@ -239,26 +252,12 @@ func (e *FieldError) Error() string {
 // Decode reads one scenario from YAML, strictly: unknown fields, wrong
 // types and impossible values are errors naming file, line and field.
 func Decode(file string, data []byte) (*Scenario, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, wrapYAML(file, err)
-	}
-	if len(root.Content) == 0 {
-		return nil, &FieldError{File: file, Msg: "empty document"}
-	}
-	doc := root.Content[0]
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
 	var raw struct {
 		Scenario `yaml:",inline"`
 		Actions  []yaml.Node `yaml:"actions"`
 	}
-	if err := dec.Decode(&raw); err != nil {
-		err := wrapYAML(file, err)
-		var fe *FieldError
-		if errors.As(err, &fe) && fe.Field == "" && fe.Line > 0 {
-			fe.Field = keyAtLine(doc, fe.Line, "")
-		}
+	doc, err := DecodeStrict(file, data, &raw)
+	if err != nil {
 		return nil, err
 	}
 	s := raw.Scenario
@@ -274,6 +273,62 @@ func Decode(file string, data []byte) (*Scenario, error) {
 		return nil, withFile(file, "", err)
 	}
 	return &s, nil
+}
+
+// DecodeStrict decodes one YAML document into v: unknown fields, wrong
+// types and a FieldError from a field's own UnmarshalYAML are errors
+// naming file, line and field (a *FieldError). It returns the document's
+// node, for the lines of later validation errors (see FieldLine).
+func DecodeStrict(file string, data []byte, v any) (*yaml.Node, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, wrapYAML(file, err)
+	}
+	if len(root.Content) == 0 {
+		return nil, &FieldError{File: file, Msg: "empty document"}
+	}
+	doc := root.Content[0]
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(v); err != nil {
+		err := wrapYAML(file, err)
+		var fe *FieldError
+		switch {
+		case !errors.As(err, &fe) || fe.Line == 0:
+		case fe.Field == "":
+			fe.Field = keyAtLine(doc, fe.Line, fe.column, "")
+		default:
+			// An unknown key: its full path (yaml.v3 names only the key).
+			if p := keyPath(doc, fe.Line, fe.Field, ""); p != "" {
+				fe.Field = p
+			}
+		}
+		return nil, err
+	}
+	return doc, nil
+}
+
+// FieldLine returns the line of the mapping key at path (e.g. "exec",
+// "command") in a document DecodeStrict returned; 0 when absent.
+func FieldLine(doc *yaml.Node, path ...string) int {
+	line := 0
+	for _, key := range path {
+		if doc == nil || doc.Kind != yaml.MappingNode {
+			return line
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(doc.Content); i += 2 {
+			if doc.Content[i].Value == key {
+				line, next = doc.Content[i].Line, doc.Content[i+1]
+				break
+			}
+		}
+		if next == nil {
+			return line
+		}
+		doc = next
+	}
+	return line
 }
 
 func withFile(file, field string, err error) error {
@@ -487,8 +542,9 @@ var knownSubjects = []string{"bootid", "legacy", "external"}
 // Timing profile names (the fakes package's profiles).
 var knownTimings = []string{"fast", "kubelet-defaults"}
 
-// keyAtLine returns the path of the mapping key whose value starts at line.
-func keyAtLine(n *yaml.Node, line int, prefix string) string {
+// keyAtLine returns the path of the mapping key whose value starts at
+// line (and column, when not 0).
+func keyAtLine(n *yaml.Node, line, column int, prefix string) string {
 	switch n.Kind {
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -497,16 +553,19 @@ func keyAtLine(n *yaml.Node, line int, prefix string) string {
 			if prefix != "" {
 				path = prefix + "." + k.Value
 			}
+			if p := keyAtLine(v, line, column, path); p != "" {
+				return p
+			}
+			if column > 0 && (v.Line != line || v.Column != column) {
+				continue
+			}
 			if v.Line == line && (v.Kind == yaml.ScalarNode || k.Line == line) {
 				return path
-			}
-			if p := keyAtLine(v, line, path); p != "" {
-				return p
 			}
 		}
 	case yaml.SequenceNode:
 		for i, c := range n.Content {
-			if p := keyAtLine(c, line, fmt.Sprintf("%s[%d]", prefix, i)); p != "" {
+			if p := keyAtLine(c, line, column, fmt.Sprintf("%s[%d]", prefix, i)); p != "" {
 				return p
 			}
 		}
@@ -514,17 +573,34 @@ func keyAtLine(n *yaml.Node, line int, prefix string) string {
 	return ""
 }
 
-func lineOf(doc *yaml.Node, key string) int {
-	if doc == nil || doc.Kind != yaml.MappingNode {
-		return 0
-	}
-	for i := 0; i+1 < len(doc.Content); i += 2 {
-		if doc.Content[i].Value == key {
-			return doc.Content[i].Line
+// keyPath returns the path of the mapping key named key at line.
+func keyPath(n *yaml.Node, line int, key, prefix string) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			path := k.Value
+			if prefix != "" {
+				path = prefix + "." + k.Value
+			}
+			if k.Line == line && k.Value == key {
+				return path
+			}
+			if p := keyPath(v, line, key, path); p != "" {
+				return p
+			}
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			if p := keyPath(c, line, key, fmt.Sprintf("%s[%d]", prefix, i)); p != "" {
+				return p
+			}
 		}
 	}
-	return 0
+	return ""
 }
+
+func lineOf(doc *yaml.Node, key string) int { return FieldLine(doc, key) }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
 
@@ -577,14 +653,13 @@ func (s *Scenario) validate(doc *yaml.Node) error {
 	}
 	for subj, v := range s.Expect {
 		if !slices.Contains(knownSubjects, subj) {
-			return bad("expect", fmt.Sprintf("unknown subject %q: accepted: %s", subj, strings.Join(knownSubjects, ", ")))
+			return bad("expect", fmt.Sprintf("unknown subject %q: accepted: %s (a subject file states its own expectations)", subj, strings.Join(knownSubjects, ", ")))
 		}
-		if v != "pass" && v != "fail" {
-			return bad("expect", fmt.Sprintf("%s: %q: accepted: pass, fail", subj, v))
-		}
-		if subj == "external" && v != "pass" {
+		if subj == "external" && v.Outcome != Pass {
 			return bad("expect", "external: an external operator is always expected to pass")
 		}
+		v.Source = "scenario " + s.Name
+		s.Expect[subj] = v
 	}
 	if len(s.Actions) == 0 {
 		return bad("actions", "at least one action is needed")

@@ -120,11 +120,11 @@ func TestCatalog(t *testing.T) {
 			t.Errorf("catalog lacks %s", n)
 			continue
 		}
-		if s.Expect["bootid"] != "pass" {
+		if s.Expect["bootid"].Outcome != Pass {
 			t.Errorf("%s: the bootid subject must be expected to pass", n)
 		}
 		// Every fast-reboot scenario is a negative control for legacy.
-		if s.Precondition == "fast" && strings.HasPrefix(n, "fast-reboot") && s.Expect["legacy"] != "fail" {
+		if s.Precondition == "fast" && strings.HasPrefix(n, "fast-reboot") && s.Expect["legacy"].Outcome != Fail {
 			t.Errorf("%s: legacy must be expected to fail a fast reboot", n)
 		}
 	}
@@ -139,7 +139,7 @@ func TestCatalog(t *testing.T) {
 	for _, s := range smoke {
 		for _, a := range s.Actions {
 			switch {
-			case a.Kind == ActReboot && s.Precondition == "fast" && s.Expect["legacy"] == "fail":
+			case a.Kind == ActReboot && s.Precondition == "fast" && s.Expect["legacy"].Outcome == Fail:
 				covered["fast "+cmp.Or(a.Mode, "reset")] = true
 			case a.Kind == ActReboot && s.Precondition == "slow":
 				covered["slow "+cmp.Or(a.Mode, "reset")] = true

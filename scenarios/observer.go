@@ -13,6 +13,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -85,18 +86,20 @@ type nodeObs struct {
 // NodeModulesConfigs and keeps an ordered trace. It never samples: every
 // state it holds came from a watch event.
 type Observer struct {
-	start    time.Time
-	nodes    map[string]bool
-	readTr   TruthReader
-	mu       sync.Mutex
-	trace    []TraceEvent
-	state    map[string]*nodeObs
-	pods     map[string]*podObs
-	loads    []load
-	changed  chan struct{}
-	errs     []string
-	stopFns  []func()
-	informed sync.WaitGroup
+	start   time.Time
+	nodes   map[string]bool
+	readTr  TruthReader
+	mu      sync.Mutex
+	trace   []TraceEvent
+	state   map[string]*nodeObs
+	pods    map[string]*podObs
+	loads   []load
+	changed chan struct{}
+	errs    []string
+	// statusBoot: some status entry carried a bootId.
+	statusBoot bool
+	stopFns    []func()
+	informed   sync.WaitGroup
 }
 
 func newObserver(start time.Time, nodeNames []string, readTruth TruthReader) *Observer {
@@ -143,6 +146,10 @@ func (o *Observer) Trace() []TraceEvent {
 // start runs the informers until ctx ends and waits for their first sync.
 func (o *Observer) run(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, selector map[string]string, namespace string) error {
 	sel := labels.SelectorFromSet(selector).String()
+	// A missing CRD would only show as a cache that never syncs.
+	if _, err := dyn.Resource(NMCResource).List(ctx, metav1.ListOptions{Limit: 1, LabelSelector: sel}); apierrors.IsNotFound(err) {
+		return fmt.Errorf("observer: the cluster does not serve %s (is its CRD installed? the subject, or a subject file's crds, installs it): %w", NMCResource.GroupResource(), err)
+	}
 	nf := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = sel }))
 	lf := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(corev1.NamespaceNodeLease))
 	pf := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(namespace))
@@ -335,6 +342,14 @@ func (o *Observer) onPodDelete(obj any) {
 	}
 }
 
+// StatusBootSeen reports whether any NodeModulesConfig status entry of
+// the case carried a bootId.
+func (o *Observer) StatusBootSeen() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.statusBoot
+}
+
 // ActiveWorkers names the worker pods that exist and have not finished
 // (neither Succeeded nor Failed), sorted.
 func (o *Observer) ActiveWorkers() []string {
@@ -362,6 +377,11 @@ func (o *Observer) onNMC(obj any) {
 	defer o.mu.Unlock()
 	s := o.state[u.GetName()]
 	s.spec = spec
+	for _, e := range status {
+		if e.BootID != "" {
+			o.statusBoot = true
+		}
+	}
 	if !slices.Equal(s.status, status) {
 		s.status = status
 		var parts []string

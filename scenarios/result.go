@@ -3,6 +3,7 @@ package scenarios
 import (
 	"sort"
 	"strings"
+	"time"
 )
 
 // Verdict values of results.json and JUnit.
@@ -47,12 +48,20 @@ type CaseResult struct {
 	NodeCount   int      `json:"node_count"`
 	// Expected and Observed are pass or fail (observed may be error).
 	Expected string `json:"expected"`
-	Observed string `json:"observed"`
+	// ExpectedAssertions, with Expected fail, are the assertions the
+	// subject must fail through (any when empty).
+	ExpectedAssertions []string `json:"expected_assertions,omitempty"`
+	Observed           string   `json:"observed"`
 	// Verdict compares them: pass when they agree; error for an invalid
 	// run or an infrastructure fault; skipped when a capability is missing.
 	Verdict string `json:"verdict"`
 	// Message explains the verdict.
-	Message       string            `json:"message,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Notes say how the case was run where that matters to read it (it
+	// ran alone because it pauses a subject other cases share).
+	Notes []string `json:"notes,omitempty"`
+	// StartedAt is when the case started.
+	StartedAt     time.Time         `json:"started_at,omitzero"`
 	DurationMS    int64             `json:"duration_ms"`
 	GracePeriodMS int64             `json:"grace_period_ms"`
 	Assertions    []AssertionResult `json:"assertions"`

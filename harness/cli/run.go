@@ -42,6 +42,7 @@ type runOptions struct {
 	kubeconfig    string
 	binDir        string
 	scenarioFiles []string
+	subjectFiles  []string
 	kindCluster   string
 	kindImage     string
 	retain        bool
@@ -83,7 +84,8 @@ error, an invalid run or an infrastructure fault.`,
 	f := cmd.Flags()
 	f.StringVar(&o.cluster, "cluster", "embedded", "cluster: embedded (started here), kind, or kubeconfig (an existing cluster)")
 	f.StringVar(&o.nodes, "nodes", "fake", "node backend: fake (simulated nodes) or libvirt (VMs)")
-	f.StringArrayVar(&o.subjects, "subject", nil, "subject: bootid, legacy or external; give it more than once to run several (default bootid and legacy)")
+	f.StringArrayVar(&o.subjects, "subject", nil, "subject: bootid, legacy or external; give it more than once to run several (default bootid and legacy, unless --subject-file is given)")
+	f.StringArrayVar(&o.subjectFiles, "subject-file", nil, "run the subject (an operator) this YAML file describes; more than once for several; combinable with --subject")
 	f.StringArrayVar(&o.scenarios, "scenario", nil, "scenario name or glob (default: the whole catalog); more than once for several")
 	f.StringArrayVar(&o.scenarioFiles, "scenario-file", nil, "run a scenario from this YAML file as well (strictly decoded)")
 	f.StringArrayVar(&o.labels, "label", nil, "run only scenarios with this label (more than once: all of them)")
@@ -104,29 +106,13 @@ error, an invalid run or an infrastructure fault.`,
 }
 
 func runRun(ctx context.Context, s Streams, o runOptions) error {
-	all, err := scenarios.Catalog()
+	selected, err := selectScenarios(o.scenarios, o.labels, o.scenarioFiles)
 	if err != nil {
-		return withCode(ExitInfra, fmt.Errorf("embedded catalog: %w", err))
+		return err
 	}
-	var selected []*scenarios.Scenario
-	if len(o.scenarios) > 0 || len(o.labels) > 0 || len(o.scenarioFiles) == 0 {
-		if selected, err = scenarios.Select(all, o.scenarios, o.labels); err != nil {
-			return withCode(ExitUsage, err)
-		}
-	}
-	for _, path := range o.scenarioFiles {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return withCode(ExitUsage, fmt.Errorf("--scenario-file: %w", err))
-		}
-		sc, err := scenarios.Decode(path, data)
-		if err != nil {
-			return withCode(ExitUsage, fmt.Errorf("--scenario-file: %w", err))
-		}
-		selected = append(selected, sc)
-	}
-	if len(selected) == 0 {
-		return withCode(ExitUsage, fmt.Errorf("--label %v selects no scenario; 'bootproof list' shows the labels", o.labels))
+	files, err := readSubjectFiles(o.subjectFiles)
+	if err != nil {
+		return err
 	}
 	if o.timing != "" {
 		if o.timing != "fast" && o.timing != "kubelet-defaults" {
@@ -138,7 +124,7 @@ func runRun(ctx context.Context, s Streams, o runOptions) error {
 			selected[i] = &c
 		}
 	}
-	if len(o.subjects) == 0 {
+	if len(o.subjects) == 0 && len(files) == 0 {
 		o.subjects = []string{subject.BootID, subject.Legacy}
 	}
 	for _, name := range o.subjects {
@@ -238,6 +224,9 @@ func runRun(ctx context.Context, s Streams, o runOptions) error {
 	if err != nil {
 		return withCode(ExitInfra, err)
 	}
+	for _, f := range files {
+		subjects = append(subjects, subject.FromFile(f, cl, filepath.Join(dir, "subjects")))
+	}
 	env := map[string]string{"cluster": cl.Name(), "nodes": o.nodes, "grace-period": cl.GracePeriod().String()}
 	var nodes scenarios.NodeBackend = &backend.Fake{Cluster: cl, Taints: simulatedTaints}
 	if o.nodes == "libvirt" {
@@ -287,6 +276,74 @@ func runRun(ctx context.Context, s Streams, o runOptions) error {
 	return nil
 }
 
+// selectScenarios returns the scenarios of the catalog and of the
+// scenario files that the names or globs and the labels select. Without
+// names or labels: the files' scenarios when files are given, else the
+// whole catalog.
+func selectScenarios(names, labels, files []string) ([]*scenarios.Scenario, error) {
+	all, err := scenarios.Catalog()
+	if err != nil {
+		return nil, withCode(ExitInfra, fmt.Errorf("embedded catalog: %w", err))
+	}
+	fromFiles, err := readScenarioFiles(files, all)
+	if err != nil {
+		return nil, err
+	}
+	if len(names) == 0 && len(labels) == 0 && len(fromFiles) > 0 {
+		return fromFiles, nil
+	}
+	selected, err := scenarios.Select(append(all, fromFiles...), names, labels)
+	if err != nil {
+		return nil, withCode(ExitUsage, err)
+	}
+	if len(selected) == 0 {
+		return nil, withCode(ExitUsage, fmt.Errorf("--label %v selects no scenario; 'bootproof list' shows the labels", labels))
+	}
+	return selected, nil
+}
+
+// readScenarioFiles decodes --scenario-file files; a name that a catalog
+// scenario or another file has already is an error.
+func readScenarioFiles(paths []string, catalog []*scenarios.Scenario) ([]*scenarios.Scenario, error) {
+	var out []*scenarios.Scenario
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, withCode(ExitUsage, fmt.Errorf("--scenario-file: %w", err))
+		}
+		sc, err := scenarios.Decode(path, data)
+		if err != nil {
+			return nil, withCode(ExitUsage, fmt.Errorf("--scenario-file: %w", err))
+		}
+		for _, other := range append(slices.Clone(catalog), out...) {
+			if other.Name == sc.Name {
+				return nil, withCode(ExitUsage, fmt.Errorf("--scenario-file %s: scenario name %q is taken by %s: rename it", path, sc.Name, other.Source))
+			}
+		}
+		out = append(out, sc)
+	}
+	return out, nil
+}
+
+// readSubjectFiles decodes --subject-file files; their names must differ
+// (from the built-in subjects' too, which decoding checks).
+func readSubjectFiles(paths []string) ([]*subject.File, error) {
+	var out []*subject.File
+	for _, path := range paths {
+		f, err := subject.ReadFile(path, subject.EnvLookup)
+		if err != nil {
+			return nil, withCode(ExitUsage, fmt.Errorf("--subject-file: %w", err))
+		}
+		for _, other := range out {
+			if other.Name == f.Name {
+				return nil, withCode(ExitUsage, fmt.Errorf("--subject-file %s: subject name %q is taken by %s: rename it", path, f.Name, other.Path))
+			}
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
 func reportDir(flag string) (string, error) {
 	dir := flag
 	if dir == "" {
@@ -302,7 +359,7 @@ func printSummary(w io.Writer, r scenarios.Results) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "VERDICT\tSUBJECT\tSCENARIO\tEXPECTED\tOBSERVED\tDURATION")
 	for _, c := range r.Cases {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1fs\n", c.Verdict, c.Subject, c.Scenario, c.Expected, c.Observed, float64(c.DurationMS)/1000)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1fs\n", c.Verdict, c.Subject, c.Scenario, reports.Expected(c), c.Observed, float64(c.DurationMS)/1000)
 	}
 	tw.Flush()
 	for _, c := range r.Cases {
@@ -407,23 +464,39 @@ func (p *progress) redraw() {
 }
 
 func newListCommand(s Streams) *cobra.Command {
-	return &cobra.Command{
+	var scenarioFiles, subjectFiles []string
+	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the scenario catalog: name, labels, nodes, expectations, description",
-		Args:  cobra.NoArgs,
+		Long: `Lists the scenarios of the catalog and of --scenario-file files, with what
+each subject is expected to get: the built-in subjects' expectations from the
+scenarios, and those of the subjects --subject-file files describe.`,
+		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			all, err := scenarios.Catalog()
 			if err != nil {
 				return withCode(ExitInfra, err)
 			}
+			fromFiles, err := readScenarioFiles(scenarioFiles, all)
+			if err != nil {
+				return err
+			}
+			files, err := readSubjectFiles(subjectFiles)
+			if err != nil {
+				return err
+			}
 			tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tLABELS\tNODES\tEXPECT\tDESCRIPTION")
-			for _, sc := range all {
+			for _, sc := range append(all, fromFiles...) {
 				var exp []string
-				for _, subj := range []string{"bootid", "legacy", "external"} {
+				for _, subj := range subject.Names {
 					if v, ok := sc.Expect[subj]; ok {
-						exp = append(exp, subj+"="+v)
+						exp = append(exp, subj+"="+v.String())
 					}
+				}
+				for _, f := range files {
+					v, _ := f.Expectation(sc)
+					exp = append(exp, f.Name+"="+v.String())
 				}
 				desc := strings.Join(strings.Fields(sc.Description), " ")
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", sc.Name, strings.Join(sc.Labels, ","), sc.Nodes, strings.Join(exp, " "), desc)
@@ -431,6 +504,9 @@ func newListCommand(s Streams) *cobra.Command {
 			return tw.Flush()
 		},
 	}
+	cmd.Flags().StringArrayVar(&scenarioFiles, "scenario-file", nil, "list the scenario in this YAML file too")
+	cmd.Flags().StringArrayVar(&subjectFiles, "subject-file", nil, "show what the subject this YAML file describes is expected to get")
+	return cmd
 }
 
 // addVMFlags registers the flags of the libvirt VM backend.

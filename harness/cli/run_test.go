@@ -30,6 +30,12 @@ func TestRunBadInput(t *testing.T) {
 		{"bad parallel", []string{"run", "--parallel", "0"}, []string{"--parallel", "1 or more"}},
 		{"bad scenario file", []string{"run", "--scenario-file", "../../scenarios/testdata/invalid-downtime.yaml"}, []string{"invalid-downtime.yaml:6", "actions[0].reboot.downtime"}},
 		{"negative grace", []string{"run", "--grace-period=-1s"}, []string{"--grace-period", "at least 1s"}},
+		{"missing subject file", []string{"run", "--subject-file", "testdata/no-such-subject.yaml"}, []string{"--subject-file", "no-such-subject.yaml", "no such file"}},
+		{"bad subject file", []string{"run", "--subject-file", "../subject/testdata/invalid-expect.yaml"}, []string{"--subject-file", "invalid-expect.yaml:6", "expect.slow-reboot-*", `"maybe"`}},
+		{"two subjects of one name", []string{"run", "--subject-file", "../subject/testdata/valid-deployment.yaml", "--subject-file", "../subject/testdata/valid-deployment.yaml"},
+			[]string{"--subject-file", `subject name "my-operator" is taken by`}},
+		{"scenario file named like a catalog scenario", []string{"run", "--scenario-file", "testdata/fast-reboot-0.5g-copy.yaml"},
+			[]string{"--scenario-file", `"fast-reboot-0.5g" is taken by catalog/fast-reboot-0.5g.yaml`, "rename it"}},
 		{"vm cleanup of other domains", []string{"vm", "cleanup", "--prefix", "prod-"}, []string{"--prefix", `"prod-"`, "starting with bootproof-"}},
 		{"image without agent", []string{"image", "build", "--agent", "/nonexistent/bootproof-agent"}, []string{"/nonexistent/bootproof-agent: not a file", "make build-libvirt"}},
 	}
@@ -84,6 +90,17 @@ func TestList(t *testing.T) {
 	for _, w := range []string{"NAME", "fast-reboot-0.5g", "bootid=pass legacy=fail", "reboot-storm"} {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("list lacks %q", w)
+		}
+	}
+	// Scenario files are listed too, and subject files' expectations shown.
+	out.Reset()
+	if code := cli.Run(context.Background(), []string{"list", "--scenario-file", "../../scenarios/testdata/valid-full.yaml",
+		"--subject-file", "../../examples/subjects/bootproof-legacy.yaml"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, w := range []string{"example-full", "bootproof-legacy=fail:reload", "bootproof-legacy=fail:no-extra-work"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("list lacks %q:\n%s", w, out.String())
 		}
 	}
 }

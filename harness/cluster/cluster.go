@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/bootproof/bootproof/harness/controlplane"
 )
@@ -135,4 +136,45 @@ func IssuerOf(c any) CredentialIssuer {
 		return i
 	}
 	return nil
+}
+
+// Kubeconfig returns the path of the embedded cluster's admin kubeconfig.
+func (e *Embedded) Kubeconfig() string { return e.CP.Kubeconfig() }
+
+// Kubeconfig returns the kubeconfig path the cluster was loaded from
+// ("" for the default locations).
+func (k *Kubeconfig) Kubeconfig() string { return k.Path }
+
+// KubeconfigData returns a self-contained kubeconfig for c's identity:
+// the cluster's own kubeconfig (its current context, certificates
+// inlined) where it has one, else one written from its REST config.
+func KubeconfigData(c interface{ RESTConfig() *rest.Config }) ([]byte, error) {
+	if p, ok := c.(interface{ Kubeconfig() string }); ok {
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		rules.ExplicitPath = p.Kubeconfig()
+		raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).RawConfig()
+		if err != nil {
+			return nil, fmt.Errorf("read kubeconfig %s: %w", p.Kubeconfig(), err)
+		}
+		if err := clientcmdapi.MinifyConfig(&raw); err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: %w", p.Kubeconfig(), err)
+		}
+		if err := clientcmdapi.FlattenConfig(&raw); err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: %w", p.Kubeconfig(), err)
+		}
+		return clientcmd.Write(raw)
+	}
+	rc := c.RESTConfig()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["cluster"] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthority: rc.CAFile,
+		CertificateAuthorityData: rc.CAData, TLSServerName: rc.ServerName, InsecureSkipTLSVerify: rc.Insecure}
+	cfg.AuthInfos["user"] = &clientcmdapi.AuthInfo{ClientCertificate: rc.CertFile, ClientCertificateData: rc.CertData,
+		ClientKey: rc.KeyFile, ClientKeyData: rc.KeyData, Token: rc.BearerToken, TokenFile: rc.BearerTokenFile,
+		Username: rc.Username, Password: rc.Password}
+	cfg.Contexts["bootproof"] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: "user"}
+	cfg.CurrentContext = "bootproof"
+	if err := clientcmdapi.FlattenConfig(cfg); err != nil {
+		return nil, err
+	}
+	return clientcmd.Write(*cfg)
 }

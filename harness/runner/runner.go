@@ -3,9 +3,9 @@ package runner
 import (
 	"context"
 	"sync"
-
 	"time"
 
+	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 
 	"github.com/bootproof/bootproof/fakes"
@@ -50,23 +50,92 @@ func Engine(cfg Config) *scenarios.Engine {
 	return &scenarios.Engine{Cluster: cfg.Cluster, Backend: cfg.Backend, ReadTruth: ReadTruth, MaxNodes: cfg.MaxNodes}
 }
 
-// Run runs every scenario with every subject. Results are in scenario
+// ClusterWide is the optional capability of a subject that acts on the
+// whole cluster and lives across cases (an exec or deployment subject):
+// Setup runs before its first case and Teardown after its last. Its cases
+// run in a phase of their own, since it would also reconcile other
+// subjects' NodeModulesConfigs, and a case that pauses or restarts it runs
+// alone, since the pause would reach every case running at the time.
+type ClusterWide interface {
+	Setup(ctx context.Context) error
+	Teardown() error
+}
+
+type job struct {
+	i    int
+	s    *scenarios.Scenario
+	subj scenarios.Subject
+}
+
+// Run runs every scenario with every subject. Subjects scoped to a case
+// (the in-process ones) run first, their cases Parallel at once; then
+// each ClusterWide subject in turn, set up once. Results are in scenario
 // order, then subject order.
 func Run(ctx context.Context, cfg Config) scenarios.Results {
-	type job struct {
-		i    int
-		s    *scenarios.Scenario
-		subj scenarios.Subject
-	}
-	var jobs []job
+	var scoped []job
+	wide := map[scenarios.Subject][]job{}
+	n := 0
 	for _, s := range cfg.Scenarios {
 		for _, subj := range cfg.Subjects {
-			jobs = append(jobs, job{len(jobs), s, subj})
+			j := job{n, s, subj}
+			n++
+			if _, ok := subj.(ClusterWide); ok {
+				wide[subj] = append(wide[subj], j)
+			} else {
+				scoped = append(scoped, j)
+			}
 		}
 	}
-	out := make([]scenarios.CaseResult, len(jobs))
+	out := make([]scenarios.CaseResult, n)
 	eng := Engine(cfg)
-	par := max(1, cfg.Parallel)
+	runJobs(ctx, cfg, eng, scoped, max(1, cfg.Parallel), out, "")
+	for _, subj := range cfg.Subjects {
+		jobs, ok := wide[subj]
+		if !ok {
+			continue
+		}
+		runClusterWide(ctx, cfg, eng, subj, jobs, out)
+	}
+	return scenarios.Results{Cases: out}
+}
+
+// runClusterWide sets subj up, runs its cases (those that pause it one at
+// a time, after the others) and tears it down.
+func runClusterWide(ctx context.Context, cfg Config, eng *scenarios.Engine, subj scenarios.Subject, jobs []job, out []scenarios.CaseResult) {
+	cw := subj.(ClusterWide)
+	log := logr.FromContextOrDiscard(ctx).WithValues("subject", subj.Name())
+	if ctx.Err() == nil {
+		if err := cw.Setup(ctx); err != nil {
+			for _, j := range jobs {
+				out[j.i] = notRun(cfg, j, "not run: subject "+subj.Name()+" could not be set up: "+err.Error())
+				if cfg.Progress != nil {
+					cfg.Progress.Finished(out[j.i])
+				}
+			}
+			if err := cw.Teardown(); err != nil {
+				log.Error(err, "subject teardown failed")
+			}
+			return
+		}
+	}
+	var together, alone []job
+	for _, j := range jobs {
+		if j.s.PausesSubject() {
+			alone = append(alone, j)
+		} else {
+			together = append(together, j)
+		}
+	}
+	runJobs(ctx, cfg, eng, together, max(1, cfg.Parallel), out, "")
+	runJobs(ctx, cfg, eng, alone, 1, out, "ran alone: it pauses or restarts the subject "+subj.Name()+", which every case of this subject shares")
+	if err := cw.Teardown(); err != nil {
+		log.Error(err, "subject teardown failed")
+	}
+}
+
+// runJobs runs jobs, par at once, into out; note, when set, is added to
+// each result's notes.
+func runJobs(ctx context.Context, cfg Config, eng *scenarios.Engine, jobs []job, par int, out []scenarios.CaseResult, note string) {
 	ch := make(chan job)
 	var wg sync.WaitGroup
 	for range par {
@@ -76,15 +145,16 @@ func Run(ctx context.Context, cfg Config) scenarios.Results {
 			for j := range ch {
 				if ctx.Err() != nil {
 					// Interrupted: the remaining cases do not run.
-					out[j.i] = scenarios.CaseResult{Scenario: j.s.Name, Subject: j.subj.Name(), Cluster: cfg.Cluster.Name(),
-						Nodes: cfg.Backend.Name(), Expected: j.s.Expect[j.subj.Name()], Observed: scenarios.Error,
-						Verdict: scenarios.Error, Message: "not run: interrupted (" + ctx.Err().Error() + ")"}
+					out[j.i] = notRun(cfg, j, "not run: interrupted ("+ctx.Err().Error()+")")
 					continue
 				}
 				if cfg.Progress != nil {
 					cfg.Progress.Started(j.s.Name, j.subj.Name())
 				}
 				r := eng.Run(ctx, j.s, j.subj)
+				if note != "" {
+					r.Notes = append(r.Notes, note)
+				}
 				out[j.i] = r
 				if cfg.Progress != nil {
 					cfg.Progress.Finished(r)
@@ -97,5 +167,12 @@ func Run(ctx context.Context, cfg Config) scenarios.Results {
 	}
 	close(ch)
 	wg.Wait()
-	return scenarios.Results{Cases: out}
+}
+
+// notRun is the result of a case that did not run.
+func notRun(cfg Config, j job, msg string) scenarios.CaseResult {
+	exp, _ := scenarios.ExpectationFor(j.s, j.subj)
+	return scenarios.CaseResult{Scenario: j.s.Name, Subject: j.subj.Name(), Cluster: cfg.Cluster.Name(),
+		Nodes: cfg.Backend.Name(), Expected: exp.Outcome, ExpectedAssertions: exp.Assertions, Observed: scenarios.Error,
+		Verdict: scenarios.Error, Message: msg, Assertions: []scenarios.AssertionResult{}, Reboots: []scenarios.RebootMetric{}}
 }

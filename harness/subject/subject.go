@@ -37,6 +37,15 @@ func New(name string, c scenarios.Cluster) (scenarios.Subject, error) {
 	return nil, fmt.Errorf("unknown subject %q: accepted: bootid, legacy, external", name)
 }
 
+// FromFile returns the subject a subject file describes, on cluster c;
+// an exec subject's output goes to logDir/<name>.log.
+func FromFile(f *File, c scenarios.Cluster, logDir string) scenarios.Subject {
+	if f.Exec != nil {
+		return &Exec{File: f, Cluster: c, LogDir: logDir}
+	}
+	return &Deployment{File: f, Cluster: c}
+}
+
 // KMM is package kmm's reconciler run in-process for each case, scoped to
 // the case's nodes and namespace.
 type KMM struct {
@@ -49,6 +58,10 @@ type KMM struct {
 
 // Name implements scenarios.Subject.
 func (k *KMM) Name() string { return k.Detector }
+
+// CanPause implements scenarios.PauseChecker: the reconciler runs in
+// this process.
+func (k *KMM) CanPause() error { return nil }
 
 // Prepare installs the CRD and the RBAC manifest for the case's namespace.
 func (k *KMM) Prepare(ctx context.Context, req scenarios.SubjectRequest) error {
@@ -132,6 +145,8 @@ type instance struct {
 	mu     sync.Mutex
 	cancel context.CancelFunc
 	done   chan error
+	// failed is why the manager stopped without being asked to.
+	failed error
 }
 
 func (in *instance) start() error {
@@ -148,9 +163,26 @@ func (in *instance) start() error {
 		cancel()
 		return err
 	}
-	in.cancel, in.done = cancel, make(chan error, 1)
-	go func() { in.done <- mgr.Start(ctx) }()
+	done := make(chan error, 1)
+	in.cancel, in.done = cancel, done
+	go func() {
+		err := mgr.Start(ctx)
+		if ctx.Err() == nil {
+			// Nobody stopped it: the manager gave up on its own.
+			in.mu.Lock()
+			in.failed = fmt.Errorf("its manager stopped on its own: %v", err)
+			in.mu.Unlock()
+		}
+		done <- err
+	}()
 	return nil
+}
+
+// Err implements scenarios.HealthReporter.
+func (in *instance) Err() error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.failed
 }
 
 // Pause stops the reconciler (its process is down).
@@ -191,6 +223,17 @@ type External struct{}
 
 // Name implements scenarios.Subject.
 func (External) Name() string { return ExternalName }
+
+// Expectation implements scenarios.Expecter: an operator is expected to
+// pass every scenario.
+func (External) Expectation(*scenarios.Scenario) (scenarios.Expectation, bool) {
+	return scenarios.Expectation{Outcome: scenarios.Pass, Source: "an external operator is expected to pass every scenario"}, true
+}
+
+// CanPause implements scenarios.PauseChecker: the harness only observes.
+func (External) CanPause() error {
+	return errors.New("it only observes an operator already running; describe the operator in a subject file (exec or deployment) and run it with --subject-file to run the race cases")
+}
 
 // Start implements scenarios.Subject: nothing to start.
 func (External) Start(context.Context, scenarios.SubjectRequest) (scenarios.SubjectInstance, error) {

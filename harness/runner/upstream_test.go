@@ -1,0 +1,83 @@
+package runner_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/bootproof/bootproof/harness/controlplane"
+	"github.com/bootproof/bootproof/harness/controlplane/cptest"
+	"github.com/bootproof/bootproof/harness/subject"
+	"github.com/bootproof/bootproof/scenarios"
+)
+
+// TestCatalogObjectsUnderUpstreamSchema installs a NodeModulesConfig CRD
+// shaped like upstream KMM's (insecurePull, serviceAccountName and the
+// rest required) and has the API server validate (dry run) every
+// NodeModulesConfig the engine writes for every catalog scenario: at the
+// start and after each action that changes the spec. It also checks that
+// this CRD rejects an entry without insecurePull, so the check can fail.
+func TestCatalogObjectsUnderUpstreamSchema(t *testing.T) {
+	cp := cptest.Start(t, controlplane.Config{GracePeriod: 10 * time.Second, MonitorPeriod: time.Second})
+	ctx := context.Background()
+	if err := subject.ApplyFiles(ctx, cp.RESTConfig(), []string{"../testdata/crds/upstream"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(cp.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	create := func(u *unstructured.Unstructured) error {
+		_, err := dyn.Resource(scenarios.NMCResource).Create(ctx, u, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	}
+	all, err := scenarios.Catalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, s := range all {
+		kernel := "6.1.0-28-amd64"
+		mods := s.Modules
+		check := func(when string) {
+			entries, err := scenarios.NMCSpecModules("bp-abc123", kernel, mods)
+			if err != nil {
+				t.Fatalf("%s %s: %v", s.Name, when, err)
+			}
+			u := scenarios.NewNMC("bp-abc123-n0", map[string]string{scenarios.CaseLabel: "abc123"}, entries)
+			if err := create(u); err != nil {
+				t.Errorf("%s, %s: the upstream-shaped CRD rejects the NodeModulesConfig: %v", s.Name, when, err)
+			}
+			checked++
+		}
+		check("at the start")
+		for i, a := range s.Actions {
+			switch a.Kind {
+			case scenarios.ActAddModule, scenarios.ActRemoveModule:
+				mods = scenarios.ApplySpecAction(mods, a)
+			case scenarios.ActUpdateKernel:
+				kernel = "6.1.0-29-amd64"
+			default:
+				continue
+			}
+			check(fmt.Sprintf("after actions[%d] %s", i, a.Kind))
+		}
+	}
+	t.Logf("%d NodeModulesConfigs of %d scenarios accepted", checked, len(all))
+
+	entries, err := scenarios.NMCSpecModules("bp-abc123", "6.1.0-28-amd64", []scenarios.Module{{Name: "dummy", ModuleName: "dummy"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unstructured.RemoveNestedField(entries[0].(map[string]any), "config", "insecurePull")
+	err = create(scenarios.NewNMC("bp-abc123-n0", nil, entries))
+	if err == nil || !strings.Contains(err.Error(), "insecurePull") || !strings.Contains(err.Error(), "Required value") {
+		t.Errorf("an entry without insecurePull: %v, want the API server to require it", err)
+	}
+}

@@ -1,0 +1,145 @@
+package subject
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bootproof/bootproof/scenarios"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// testLookup resolves ${BOOTPROOF} and ${WORKER_IMAGE}, nothing else.
+func testLookup(name string) (string, bool) {
+	switch name {
+	case "BOOTPROOF":
+		return "/bin/sh", true
+	case "WORKER_IMAGE":
+		return "registry.example/worker", true
+	}
+	return "", false
+}
+
+// TestDecodeFileInvalid checks each invalid subject file's error against
+// testdata/<name>.err (run with -update to rewrite them); the testdata
+// directory's absolute path is written <testdata>.
+func TestDecodeFileInvalid(t *testing.T) {
+	files, _ := filepath.Glob("testdata/invalid-*.yaml")
+	if len(files) == 0 {
+		t.Fatal("no testdata/invalid-*.yaml")
+	}
+	abs, err := filepath.Abs("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			_, err := ReadFile(f, testLookup)
+			if err == nil {
+				t.Fatal("DecodeFile accepted an invalid subject file")
+			}
+			if _, ok := err.(*scenarios.FieldError); !ok {
+				t.Errorf("error %T, want a *scenarios.FieldError naming file, line and field", err)
+			}
+			got := strings.ReplaceAll(err.Error(), abs, "<testdata>") + "\n"
+			golden := strings.TrimSuffix(f, ".yaml") + ".err"
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to write it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("error:\n  got  %s  want %s", got, want)
+			}
+			if !strings.HasPrefix(got, f+":") {
+				t.Errorf("error does not start with the file name %s: %s", f, got)
+			}
+		})
+	}
+}
+
+func TestDecodeFileExec(t *testing.T) {
+	f, err := ReadFile("testdata/valid-exec.yaml", testLookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs("testdata")
+	e := f.Exec
+	if !slices.Equal(e.Command, []string{"/bin/sh", "kmm", "--detector=bootid"}) {
+		t.Errorf("command %q: ${BOOTPROOF} not expanded", e.Command)
+	}
+	if e.Env["WORKER"] != "registry.example/worker:v1" || e.Env["OPERATOR_NAMESPACE"] != "ops" {
+		t.Errorf("env %v", e.Env)
+	}
+	if e.Dir != abs {
+		t.Errorf("dir %q, want the file's directory %q", e.Dir, abs)
+	}
+	if e.stopTimeout != 3*time.Second {
+		t.Errorf("stop timeout %s", e.stopTimeout)
+	}
+	if len(f.CRDs) != 1 || f.CRDs[0] != filepath.Join(abs, "crds") {
+		t.Errorf("crds %v, want them relative to the file", f.CRDs)
+	}
+	tests := []struct {
+		scenario, want, source string
+	}{
+		{"fast-reboot-0.5g", "pass", ":10"}, // an exact name beats an earlier glob
+		{"fast-reboot-0.1g", "fail:reload", ":9"},
+		{"network-blip-no-reboot", "fail:no-extra-work,consistency", ":11"},
+		{"slow-reboot-3g", "fail", ":12"}, // the first glob that matches
+		{"reboot-during-load", "fail", ":12"},
+		{"module-removed-while-down", "pass", "no expect entry matches"},
+	}
+	for _, tc := range tests {
+		got, ok := f.Expectation(&scenarios.Scenario{Name: tc.scenario})
+		if !ok || got.String() != tc.want || !strings.Contains(got.Source, tc.source) {
+			t.Errorf("%s: expectation %s from %q, want %s from %q", tc.scenario, got, got.Source, tc.want, tc.source)
+		}
+	}
+}
+
+func TestDecodeFileDeployment(t *testing.T) {
+	f, err := ReadFile("testdata/valid-deployment.yaml", testLookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Exec != nil || f.Deployment.Namespace != "ops" || f.Deployment.timeout != 30*time.Second {
+		t.Errorf("decoded %+v %+v", f.Exec, f.Deployment)
+	}
+	if got, _ := f.Expectation(&scenarios.Scenario{Name: "double-reboot"}); got.Outcome != scenarios.Pass {
+		t.Errorf("no expect: %s, want pass", got)
+	}
+}
+
+// The example subject files decode, and say what the README says.
+func TestExampleSubjectFiles(t *testing.T) {
+	lookup := func(name string) (string, bool) {
+		if name == "KMM_REPO" {
+			return "", false
+		}
+		return testLookup(name)
+	}
+	for _, name := range []string{"bootproof-bootid", "bootproof-legacy"} {
+		f, err := ReadFile("../../examples/subjects/"+name+".yaml", lookup)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if f.Name != name || f.Exec == nil || f.Exec.Command[1] != "kmm" {
+			t.Errorf("%s: %+v", name, f)
+		}
+	}
+	// kmm-upstream.yaml needs $KMM_REPO, and says so.
+	_, err := ReadFile("../../examples/subjects/kmm-upstream.yaml", lookup)
+	if err == nil || !strings.Contains(err.Error(), "${KMM_REPO} is not set") {
+		t.Errorf("kmm-upstream.yaml without $KMM_REPO: %v", err)
+	}
+}

@@ -1,0 +1,67 @@
+package reports
+
+import (
+	"slices"
+
+	"github.com/bootproof/bootproof/scenarios"
+)
+
+// Matrix is the conformance view of a run: a row per scenario, a column
+// per subject, each cell one case's verdict.
+type Matrix struct {
+	Subjects []string
+	Rows     []MatrixRow
+}
+
+// MatrixRow is one scenario across the subjects.
+type MatrixRow struct {
+	Scenario string
+	// Cells are in Subjects order; a cell without a case has Case -1.
+	Cells []MatrixCell
+}
+
+// MatrixCell is one scenario x subject.
+type MatrixCell struct {
+	// Case is the index of the case in Results.Cases, -1 when the pair
+	// did not run.
+	Case     int
+	Verdict  string
+	Observed string
+	Expected string
+}
+
+// BuildMatrix lays out r's cases as scenarios x subjects, both in the
+// order they first appear.
+func BuildMatrix(r scenarios.Results) Matrix {
+	var m Matrix
+	row := map[string]int{}
+	for _, c := range r.Cases {
+		if !slices.Contains(m.Subjects, c.Subject) {
+			m.Subjects = append(m.Subjects, c.Subject)
+		}
+		if _, ok := row[c.Scenario]; !ok {
+			row[c.Scenario] = len(m.Rows)
+			m.Rows = append(m.Rows, MatrixRow{Scenario: c.Scenario})
+		}
+	}
+	for i := range m.Rows {
+		m.Rows[i].Cells = make([]MatrixCell, len(m.Subjects))
+		for j := range m.Rows[i].Cells {
+			m.Rows[i].Cells[j].Case = -1
+		}
+	}
+	for i, c := range r.Cases {
+		cell := &m.Rows[row[c.Scenario]].Cells[slices.Index(m.Subjects, c.Subject)]
+		if cell.Case >= 0 {
+			continue // the first case of a pair stands for it
+		}
+		*cell = MatrixCell{Case: i, Verdict: c.Verdict, Observed: c.Observed, Expected: Expected(c)}
+	}
+	return m
+}
+
+// Expected renders what a case expected: pass, fail or
+// fail:<assertion>,...
+func Expected(c scenarios.CaseResult) string {
+	return scenarios.Expectation{Outcome: c.Expected, Assertions: c.ExpectedAssertions}.String()
+}
