@@ -245,3 +245,26 @@ func TestKMMRequiresItsCRD(t *testing.T) {
 		t.Errorf("exit %d, stderr %s", code, errb.String())
 	}
 }
+
+// An operator that records the node's boot ID at sync time rather than
+// the boot its worker ran in passes a fast reboot and fails only
+// reboot-after-load-before-sync: running the race case for exec subjects
+// is what keeps bootproof from certifying it.
+func TestRaceCaseCatchesSyncTimeBootRecording(t *testing.T) {
+	code, res, _ := runSubjects(t, []string{"testdata/sync-time-boot.yaml"}, []string{"fast-reboot-0.5g", "reboot-after-load-before-sync"})
+	for _, c := range res.Cases {
+		if c.Verdict != scenarios.Pass {
+			t.Errorf("%s: %s (expected %s, observed %s): %s", reports.CaseName(c), c.Verdict, reports.Expected(c), c.Observed, c.Message)
+		}
+		want := scenarios.Pass
+		if c.Scenario == "reboot-after-load-before-sync" {
+			want = scenarios.Fail
+		}
+		if c.Observed != want {
+			t.Errorf("%s observed %s, want %s", c.Scenario, c.Observed, want)
+		}
+	}
+	if len(res.Cases) != 2 || code != 0 {
+		t.Errorf("%d cases, exit %d", len(res.Cases), code)
+	}
+}
