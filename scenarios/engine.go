@@ -57,6 +57,17 @@ func (e *infraError) Unwrap() error { return e.err }
 
 func infra(format string, args ...any) error { return &infraError{fmt.Errorf(format, args...)} }
 
+// NotRunInterrupted starts the message of a case the run was interrupted
+// in or before: an error, not a skip, so that no report of an
+// interrupted run reads as acceptable.
+const NotRunInterrupted = "not run: interrupted"
+
+// interruptedError marks a case whose run was interrupted (SIGINT,
+// SIGTERM): it is never judged.
+type interruptedError struct{ err error }
+
+func (e *interruptedError) Error() string { return NotRunInterrupted + ": " + e.err.Error() }
+
 // subjectError marks a subject that stopped acting on its own during the
 // case (its process exited, its manager failed) or could not be paused or
 // resumed: the case cannot be judged.
@@ -143,6 +154,11 @@ func (e *Engine) Run(ctx context.Context, s *Scenario, subj Subject) CaseResult 
 	n := s.Nodes
 	if e.MaxNodes > 0 && n > e.MaxNodes {
 		n = e.MaxNodes
+		if reason := capDropsTargets(s, n); reason != "" {
+			res.Verdict, res.Observed, res.NodeCount = Skipped, Skipped, n
+			res.Message = reason
+			return res
+		}
 	}
 	res.NodeCount = n
 	c := &caseRun{e: e, s: s, subj: subj, grace: grace, start: start, id: newID(),
@@ -156,6 +172,11 @@ func (e *Engine) Run(ctx context.Context, s *Scenario, subj Subject) CaseResult 
 	}
 	c.log = c.log.WithValues("case", c.id)
 	err := c.run(ctx)
+	if ctx.Err() != nil {
+		// Interrupted: whatever the checks saw on a cancelled context is
+		// not a verdict.
+		err, c.results = &interruptedError{ctx.Err()}, nil
+	}
 	res.Assertions = c.results
 	if c.obs != nil {
 		res.Trace = c.obs.Trace()
@@ -173,7 +194,10 @@ func (e *Engine) Run(ctx context.Context, s *Scenario, subj Subject) CaseResult 
 func judge(scenario, subject string, exp Expectation, results []AssertionResult, err error) (observed, verdict, msg string) {
 	var skip *skipError
 	var subjErr *subjectError
+	var intr *interruptedError
 	switch {
+	case errors.As(err, &intr):
+		return Error, Error, NotRunInterrupted + " (" + intr.err.Error() + ")"
 	case errors.As(err, &skip):
 		return Skipped, Skipped, skip.reason
 	case errors.As(err, &subjErr):
@@ -209,6 +233,20 @@ func judge(scenario, subject string, exp Expectation, results []AssertionResult,
 		return observed, Fail, fmt.Sprintf("the harness did not catch the bug: the %s subject was expected to fail %s (%s) but passed every assertion", subject, scenario, exp.Source)
 	}
 	return observed, Fail, msg
+}
+
+// capDropsTargets says why running s on only n of its nodes would change
+// what it tests (an action aimed at a node beyond the cap), or "".
+func capDropsTargets(s *Scenario, n int) string {
+	for i, a := range s.Actions {
+		for _, idx := range a.On.Indexes {
+			if idx >= n {
+				return fmt.Sprintf("not run: the run caps scenarios at %d nodes, but actions[%d] %s (line %d) targets node %d of %d; "+
+					"without it the scenario would not test what it claims", n, i, a.Kind, a.Line, idx, s.Nodes)
+			}
+		}
+	}
+	return ""
 }
 
 func newID() string {

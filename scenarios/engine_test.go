@@ -437,3 +437,22 @@ func TestCheckCapabilitiesAsksTheSubject(t *testing.T) {
 		})
 	}
 }
+
+// A node cap that drops a node an action targets skips the case; one that
+// only shrinks "all" does not.
+func TestCapDropsTargets(t *testing.T) {
+	sweep := &Scenario{Name: "boundary-sweep", Nodes: 5, Actions: []Action{
+		{Kind: ActReboot, On: Target{Indexes: []int{0}}, Line: 9},
+		{Kind: ActReboot, On: Target{Indexes: []int{4}}, Line: 13},
+	}}
+	if got := capDropsTargets(sweep, 3); !strings.Contains(got, "caps scenarios at 3 nodes, but actions[1] reboot (line 13) targets node 4 of 5") {
+		t.Errorf("cap 3: %q", got)
+	}
+	if got := capDropsTargets(sweep, 5); got != "" {
+		t.Errorf("cap 5: %q", got)
+	}
+	storm := &Scenario{Name: "reboot-storm", Nodes: 50, Actions: []Action{{Kind: ActReboot, On: Target{All: true}}}}
+	if got := capDropsTargets(storm, 10); got != "" {
+		t.Errorf("a storm on all nodes, capped: %q", got)
+	}
+}

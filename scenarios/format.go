@@ -186,21 +186,41 @@ func (d Duration) String() string {
 	}
 }
 
-var graceRE = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?)g$`)
+var (
+	graceRE    = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?)g$`)
+	durationRE = regexp.MustCompile(`^([0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$`)
+)
 
-// ParseDuration reads "3s", "500ms" or "0.5g".
+// Bounds of a scenario duration: beyond them a scenario no longer tests
+// a reboot (and a multiple of the grace period could overflow).
+const (
+	MaxDuration      = time.Hour
+	MaxGraceMultiple = 100
+)
+
+// ParseDuration reads "3s", "500ms" or "0.5g", at most MaxDuration or
+// MaxGraceMultiple g.
 func ParseDuration(s string) (Duration, error) {
 	s = strings.TrimSpace(s)
 	if m := graceRE.FindStringSubmatch(s); m != nil {
-		f, _ := strconv.ParseFloat(m[1], 64)
+		f, err := strconv.ParseFloat(m[1], 64)
+		if err != nil || f > MaxGraceMultiple {
+			return Duration{}, fmt.Errorf("%q is more than %dg: accepted: up to %dg or %s", s, MaxGraceMultiple, MaxGraceMultiple, MaxDuration)
+		}
 		return Duration{Grace: f, Set: true}, nil
 	}
 	d, err := time.ParseDuration(s)
-	if err != nil {
+	switch {
+	case err != nil && durationRE.MatchString(s):
+		d = MaxDuration + 1 // well formed, too long for a time.Duration
+	case err != nil:
 		return Duration{}, fmt.Errorf("%q is neither a duration (e.g. 3s) nor a fraction of the grace period (e.g. 0.5g)", s)
 	}
 	if d < 0 {
 		return Duration{}, fmt.Errorf("%q is negative", s)
+	}
+	if d > MaxDuration {
+		return Duration{}, fmt.Errorf("%q is longer than %s: accepted: up to %s or %dg", s, MaxDuration, MaxDuration, MaxGraceMultiple)
 	}
 	return Duration{Abs: d, Set: true}, nil
 }
@@ -530,6 +550,9 @@ func parseTarget(v *yaml.Node) (Target, error) {
 		i, err := strconv.Atoi(it.Value)
 		if err != nil || i < 0 {
 			return Target{}, fmt.Errorf("%q: accepted: all, a node index (0, 1, ...) or a list of indexes", it.Value)
+		}
+		if slices.Contains(t.Indexes, i) {
+			return Target{}, fmt.Errorf("node %d is listed twice: list each node once", i)
 		}
 		t.Indexes = append(t.Indexes, i)
 	}

@@ -123,6 +123,12 @@ func TestCatalog(t *testing.T) {
 		if s.Expect["bootid"].Outcome != Pass {
 			t.Errorf("%s: the bootid subject must be expected to pass", n)
 		}
+		// An expected failure says through which assertion.
+		for subj, e := range s.Expect {
+			if e.Outcome == Fail && len(e.Assertions) == 0 {
+				t.Errorf("%s: %s is expected to fail without naming the assertion (e.g. fail:reload)", n, subj)
+			}
+		}
 		// Every fast-reboot scenario is a negative control for legacy.
 		if s.Precondition == "fast" && strings.HasPrefix(n, "fast-reboot") && s.Expect["legacy"].Outcome != Fail {
 			t.Errorf("%s: legacy must be expected to fail a fast reboot", n)

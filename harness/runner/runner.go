@@ -145,7 +145,7 @@ func runJobs(ctx context.Context, cfg Config, eng *scenarios.Engine, jobs []job,
 			for j := range ch {
 				if ctx.Err() != nil {
 					// Interrupted: the remaining cases do not run.
-					out[j.i] = notRun(cfg, j, "not run: interrupted ("+ctx.Err().Error()+")")
+					out[j.i] = notRun(cfg, j, scenarios.NotRunInterrupted+" ("+ctx.Err().Error()+")")
 					continue
 				}
 				if cfg.Progress != nil {
