@@ -27,7 +27,7 @@ func sample() scenarios.Results {
 		{TMS: 4010, Kind: scenarios.TraceTruth, Node: "n0", BootID: "bbbbbbbb-2"},
 		{TMS: 4500, Kind: scenarios.TraceTruth, Node: "n0", BootID: "bbbbbbbb-2", Detail: "dummy"},
 	}
-	reboot := []scenarios.RebootMetric{{Node: "n0", OldBootID: "aaaaaaaa-1", NewBootID: "bbbbbbbb-2", DowntimeMS: 3000,
+	reboot := []scenarios.RebootMetric{{Node: "n0", OldBootID: "aaaaaaaa-1", NewBootID: "bbbbbbbb-2", Planned: true, DowntimeMS: 3000,
 		DetectionLatencyMS: 200, ReloadLatencyMS: 500, StartMS: 1000, BootVisibleMS: 4000}}
 	return scenarios.Results{Environment: map[string]string{"nodes": "libvirt", "accelerator": "tcg"}, Cases: []scenarios.CaseResult{
 		{Scenario: "fast-reboot-0.5g", Subject: "bootid", Cluster: "embedded", Nodes: "fake", NodeCount: 1, Expected: "pass", Observed: "pass", Verdict: "pass",
@@ -265,5 +265,30 @@ func TestResultsEmptyLists(t *testing.T) {
 	}
 	if r.Cases[0].Assertions != nil {
 		t.Error("Write changed the caller's results")
+	}
+}
+
+// An unplanned reboot is drawn, and its row says so.
+func TestUnplannedRebootShown(t *testing.T) {
+	r := sample()
+	c := &r.Cases[0]
+	c.Reboots = append(c.Reboots, scenarios.RebootMetric{Node: "n0", OldBootID: "bbbbbbbb-2", NewBootID: "cccccccc-3", Planned: false,
+		DowntimeMS: -1, DetectionLatencyMS: -1, ReloadLatencyMS: -1, StartMS: 4500, BootVisibleMS: 4500})
+	tl := BuildTimeline(*c)
+	drawn := false
+	for _, l := range tl.Lines {
+		if strings.Contains(l.Title, "unplanned reboot: boot bbbbbbbb -> cccccccc") {
+			drawn = true
+		}
+	}
+	if !drawn {
+		t.Error("the unplanned reboot is not drawn")
+	}
+	html, err := RenderHTML(r, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(html), "<td><b>no</b></td><td>unknown</td>") {
+		t.Error("the reboot table does not mark the unplanned reboot")
 	}
 }

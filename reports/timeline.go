@@ -178,6 +178,12 @@ func BuildTimeline(c scenarios.CaseResult) Timeline {
 			return "#1f77b4"
 		}, func(e scenarios.TraceEvent) string { return e.Detail + " in boot " + short(e.BootID) })
 		for _, m := range c.Reboots {
+			if m.Node == node && !m.Planned {
+				x0 := x(m.BootVisibleMS)
+				t.Lines = append(t.Lines, Line{X1: x0, Y1: gy, X2: x0, Y2: gy + groupH - tlGroupGap, Stroke: "#d62728", Width: 2, Dash: "3 2",
+					Title: fmt.Sprintf("unplanned reboot: boot %s -> %s at %.2fs, which no action requested", short(m.OldBootID), short(m.NewBootID), sec(m.BootVisibleMS))})
+				t.Texts = append(t.Texts, Text{X: x0 + 3, Y: gy + 10, Text: "unplanned reboot", Size: 9, Fill: "#d62728"})
+			}
 			if m.Node != node || m.ReloadLatencyMS < 0 {
 				continue
 			}

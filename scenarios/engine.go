@@ -127,6 +127,8 @@ type caseRun struct {
 	inst    SubjectInstance
 	start   time.Time
 	baseAt  time.Time // every node Ready and publishing: precondition window opens
+	// baseBoot is each node's boot at baseAt.
+	baseBoot map[string]string
 	results []AssertionResult
 
 	mu        sync.Mutex
@@ -163,7 +165,7 @@ func (e *Engine) Run(ctx context.Context, s *Scenario, subj Subject) CaseResult 
 	res.NodeCount = n
 	c := &caseRun{e: e, s: s, subj: subj, grace: grace, start: start, id: newID(),
 		log:  logr.FromContextOrDiscard(ctx).WithValues("scenario", s.Name, "subject", subj.Name()),
-		spec: map[string][]Module{}, kernel: map[string]string{}, inflight: map[string]*sync.WaitGroup{}}
+		spec: map[string][]Module{}, kernel: map[string]string{}, inflight: map[string]*sync.WaitGroup{}, baseBoot: map[string]string{}}
 	c.ns = "bp-" + c.id
 	for i := range n {
 		name := fmt.Sprintf("bp-%s-n%d", c.id, i)
@@ -195,9 +197,12 @@ func judge(scenario, subject string, exp Expectation, results []AssertionResult,
 	var skip *skipError
 	var subjErr *subjectError
 	var intr *interruptedError
+	var invalid *invalidRunError
 	switch {
 	case errors.As(err, &intr):
 		return Error, Error, NotRunInterrupted + " (" + intr.err.Error() + ")"
+	case errors.As(err, &invalid):
+		return Error, Error, "invalid run: " + invalid.msg
 	case errors.As(err, &skip):
 		return Skipped, Skipped, skip.reason
 	case errors.As(err, &subjErr):
@@ -332,6 +337,7 @@ func (c *caseRun) run(ctx context.Context) (retErr error) {
 	}
 	c.baseAt = time.Now()
 	for _, n := range c.names {
+		c.baseBoot[n] = c.obs.Snapshot(n).BootID
 		c.spec[n] = slices.Clone(c.s.Modules)
 		c.kernel[n] = c.obs.Snapshot(n).KernelVersion
 		if err := c.writeNMC(ctx, n, true); err != nil {
@@ -377,7 +383,10 @@ func (c *caseRun) run(ctx context.Context) (retErr error) {
 	if err := c.checkConsistency(ctx, !c.failed()); err != nil {
 		return err
 	}
-	return c.subjectErr()
+	if err := c.subjectErr(); err != nil {
+		return err
+	}
+	return c.checkUnplanned(c.rebootMetrics())
 }
 
 // waitWorkersDone waits up to timeout until no worker pod of the case is
@@ -748,17 +757,28 @@ func (c *caseRun) waitReloaded(ctx context.Context, nodes []string, timeout time
 }
 
 // currentBoot is the boot a node is known to be in: the last reboot's new
-// boot, else what the API shows.
+// boot, else what the API shows; but a boot the kernel shows that came
+// after it (a reboot nobody asked for) is the current one.
 func (c *caseRun) currentBoot(node string, sn NodeSnapshot) string {
+	want := sn.BootID
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	for i := len(c.disrupted) - 1; i >= 0; i-- {
 		d := c.disrupted[i]
 		if d.node == node && d.kind == "reboot" && d.completed {
-			return d.outcome.NewBootID
+			want = d.outcome.NewBootID
+			break
 		}
 	}
-	return sn.BootID
+	c.mu.Unlock()
+	if sn.TruthBoot == "" || sn.TruthBoot == want {
+		return want
+	}
+	c.obs.mu.Lock()
+	defer c.obs.mu.Unlock()
+	if seen := c.obs.firstSeenLocked(node, want); !seen.IsZero() && c.obs.firstSeenLocked(node, sn.TruthBoot).After(seen) {
+		return sn.TruthBoot
+	}
+	return want
 }
 
 func (c *caseRun) waitWorker(ctx context.Context, a Action) error {

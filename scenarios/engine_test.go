@@ -456,3 +456,59 @@ func TestCapDropsTargets(t *testing.T) {
 		t.Errorf("a storm on all nodes, capped: %q", got)
 	}
 }
+
+// A boot ID change no action asked for is reported as an unplanned
+// reboot with its metrics; in a no-reboot control it makes the run
+// invalid. A planned reboot is not reported twice.
+func TestUnplannedReboot(t *testing.T) {
+	s := newScript(t, "recorded")
+	s.c.s.Labels = []string{LabelNoReboot}
+	s.c.baseBoot = map[string]string{"n0": "a"}
+	s.node(corev1.ConditionTrue, "a")
+	s.truth("a", "dummy")
+	now := time.Now()
+	// A planned reboot a -> b ...
+	s.c.disrupted = []*disruption{{kind: "reboot", node: "n0", start: now, end: now.Add(time.Second), completed: true,
+		outcome: RebootOutcome{OldBootID: "a", NewBootID: "b"}}}
+	s.truth("b")
+	s.node(corev1.ConditionTrue, "b")
+	s.truth("b", "dummy")
+	if err := s.c.checkUnplanned(s.c.rebootMetrics()); err != nil {
+		t.Fatalf("a planned reboot taken for an unplanned one: %v", err)
+	}
+	// ... then one nobody asked for, b -> c, reloaded.
+	time.Sleep(5 * time.Millisecond)
+	s.truth("c")
+	s.node(corev1.ConditionTrue, "c")
+	s.truth("c", "dummy")
+	ms := s.c.rebootMetrics()
+	if len(ms) != 2 || !ms[0].Planned || ms[1].Planned || ms[1].OldBootID != "b" || ms[1].NewBootID != "c" || ms[1].DowntimeMS != -1 || ms[1].ReloadLatencyMS < 0 {
+		t.Fatalf("metrics %+v", ms)
+	}
+	err := s.c.checkUnplanned(ms)
+	_, verdict, msg := judge("kubelet-restart-no-reboot", "bootid", Expectation{Outcome: Pass}, nil, err)
+	if verdict != Error || !strings.Contains(msg, "invalid run: unplanned reboot (node n0 from boot b to c at") || !strings.Contains(msg, "the control no longer tests what it claims") {
+		t.Errorf("verdict %s: %s", verdict, msg)
+	}
+	// The current boot is the unplanned one: reload is judged there.
+	if got := s.c.currentBoot("n0", s.c.obs.Snapshot("n0")); got != "c" {
+		t.Errorf("current boot %q, want c", got)
+	}
+	// Outside a no-reboot control it is reported, not an error.
+	s.c.s.Labels = nil
+	if err := s.c.checkUnplanned(ms); err != nil {
+		t.Errorf("unplanned reboot in a reboot scenario: %v", err)
+	}
+}
+
+// results.json from before unplanned reboots were reported reads as
+// planned.
+func TestRebootMetricPlannedDefault(t *testing.T) {
+	var old, now RebootMetric
+	if err := json.Unmarshal([]byte(`{"node":"n0","new_boot_id":"b"}`), &old); err != nil || !old.Planned {
+		t.Errorf("old metric: %+v %v", old, err)
+	}
+	if err := json.Unmarshal([]byte(`{"node":"n0","planned":false}`), &now); err != nil || now.Planned {
+		t.Errorf("unplanned metric: %+v %v", now, err)
+	}
+}

@@ -80,6 +80,7 @@ type nodeObs struct {
 	status        []StatusEntry
 	spec          []StatusEntry
 	lastModule    map[string]time.Time // first observation of module loaded, per boot+module
+	truthBootSeen map[string]time.Time // when each boot ID was first in the ground truth
 }
 
 // Observer watches one case's Nodes, Leases, worker pods and
@@ -107,7 +108,7 @@ func newObserver(start time.Time, nodeNames []string, readTruth TruthReader) *Ob
 		pods: map[string]*podObs{}, changed: make(chan struct{})}
 	for _, n := range nodeNames {
 		o.nodes[n] = true
-		o.state[n] = &nodeObs{bootSeen: map[string]time.Time{}, lastModule: map[string]time.Time{}}
+		o.state[n] = &nodeObs{bootSeen: map[string]time.Time{}, lastModule: map[string]time.Time{}, truthBootSeen: map[string]time.Time{}}
 	}
 	return o
 }
@@ -259,6 +260,9 @@ func (o *Observer) onLease(obj any) {
 	}
 	if s.truth == nil || s.truth.BootID != t.BootID || !maps.Equal(modNames(s.truth.Modules), modNames(t.Modules)) {
 		s.truth, s.truthAt = &t, now
+		if _, seen := s.truthBootSeen[t.BootID]; !seen {
+			s.truthBootSeen[t.BootID] = now
+		}
 		for m := range t.Modules {
 			key := t.BootID + "/" + m
 			if _, seen := s.lastModule[key]; !seen {
@@ -340,6 +344,44 @@ func (o *Observer) onPodDelete(obj any) {
 		po.deleted = true
 		o.record(TraceEvent{Kind: TracePod, Node: po.node, Pod: p.Name, Module: po.moduleName, Detail: po.action + " deleted"}, time.Now())
 	}
+}
+
+// bootAt is a boot ID and when it was first seen.
+type bootAt struct {
+	id string
+	at time.Time
+}
+
+// bootsLocked lists node's boot IDs, from its Node status or its kernel's
+// ground truth, in the order they were first seen; call with o.mu held.
+func (o *Observer) bootsLocked(node string) []bootAt {
+	var out []bootAt
+	for _, m := range []map[string]time.Time{o.state[node].bootSeen, o.state[node].truthBootSeen} {
+		for id := range m {
+			if id != "" && !slices.ContainsFunc(out, func(b bootAt) bool { return b.id == id }) {
+				out = append(out, bootAt{id: id, at: o.firstSeenLocked(node, id)})
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].at.Before(out[j].at) })
+	return out
+}
+
+// firstSeenLocked is when boot was first seen on node by either source
+// (zero: never); call with o.mu held.
+func (o *Observer) firstSeenLocked(node, boot string) time.Time {
+	s := o.state[node]
+	a, okA := s.bootSeen[boot]
+	b, okB := s.truthBootSeen[boot]
+	switch {
+	case okA && okB && b.Before(a):
+		return b
+	case okA:
+		return a
+	case okB:
+		return b
+	}
+	return time.Time{}
 }
 
 // StatusBootSeen reports whether any NodeModulesConfig status entry of

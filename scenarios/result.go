@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"encoding/json"
 	"sort"
 	"strings"
 	"time"
@@ -78,11 +79,15 @@ type AssertionResult struct {
 
 // RebootMetric describes one reboot of one node.
 type RebootMetric struct {
-	Node         string `json:"node"`
-	OldBootID    string `json:"old_boot_id"`
-	NewBootID    string `json:"new_boot_id"`
-	DowntimeMS   int64  `json:"downtime_ms"`
-	NotReadySeen bool   `json:"not_ready_seen"`
+	Node      string `json:"node"`
+	OldBootID string `json:"old_boot_id"`
+	NewBootID string `json:"new_boot_id"`
+	// Planned is false for a boot ID change no action asked for (a VM
+	// reset from outside, a node that crashed): StartMS is then when the
+	// new boot was first seen, and DowntimeMS is -1 (unknown).
+	Planned      bool  `json:"planned"`
+	DowntimeMS   int64 `json:"downtime_ms"`
+	NotReadySeen bool  `json:"not_ready_seen"`
 	// Latencies from the new bootID being visible in the API; -1 when it
 	// did not happen.
 	DetectionLatencyMS int64 `json:"detection_latency_ms"`
@@ -119,4 +124,16 @@ const (
 type CaseTrace struct {
 	Case   string       `json:"case"`
 	Events []TraceEvent `json:"events"`
+}
+
+// UnmarshalJSON reads a RebootMetric; one written before unplanned reboots
+// were reported has no "planned" and was planned.
+func (m *RebootMetric) UnmarshalJSON(data []byte) error {
+	type plain RebootMetric
+	p := plain{Planned: true}
+	if err := json.Unmarshal(data, &p); err != nil {
+		return err
+	}
+	*m = RebootMetric(p)
+	return nil
 }

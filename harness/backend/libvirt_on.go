@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/bootproof/bootproof/harness/cluster"
+	"github.com/bootproof/bootproof/harness/shutdown"
 	"github.com/bootproof/bootproof/scenarios"
 	"github.com/bootproof/bootproof/vmprovision"
 )
@@ -28,7 +29,8 @@ func CheckLibvirtBuild() error { return nil }
 // the run.
 type Libvirt struct {
 	*vmprovision.Backend
-	hv *vmprovision.Libvirt
+	hv         *vmprovision.Libvirt
+	unregister func()
 	// Accel is the accelerator chosen: kvm or tcg.
 	Accel string
 	// KernelVersion is the guest kernel's release.
@@ -107,12 +109,17 @@ func StartLibvirt(ctx context.Context, cl scenarios.Cluster, cfg LibvirtConfig) 
 		b.BootEstimate = vmprovision.DefaultBootEstimateKVM
 	}
 	l.Backend = b
+	// A forced exit (a second SIGINT) still removes the run's domains.
+	l.unregister = shutdown.Register("VM domains of run "+b.RunID, func() { _ = l.Close() })
 	return l, nil
 }
 
 // Close removes every domain of the run that is still defined and the
 // per-node initramfs files; the serial logs stay.
 func (l *Libvirt) Close() error {
+	if l.unregister != nil {
+		l.unregister()
+	}
 	removed, err := l.hv.Cleanup(vmprovision.DomainName(l.RunID, ""))
 	if len(removed) > 0 {
 		err = errors.Join(err, fmt.Errorf("domains still defined at the end of the run, removed: %v", removed))

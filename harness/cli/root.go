@@ -7,11 +7,15 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/cobra"
+
+	"github.com/bootproof/bootproof/harness/shutdown"
 )
 
 // Exit codes.
@@ -23,12 +27,38 @@ const (
 	programName = "bootproof"
 )
 
-// Main runs the command line with os.Args and the process's streams and
-// stops on SIGINT or SIGTERM. It returns the exit code.
+// ForcedCleanupTimeout bounds the cleanup after a second SIGINT or
+// SIGTERM, before the process exits.
+const ForcedCleanupTimeout = 10 * time.Second
+
+// Main runs the command line with os.Args and the process's streams. The
+// first SIGINT or SIGTERM stops the command (a run records the cases in
+// flight and those not started as not run, and cleans up); a second one
+// forces the exit after at most ForcedCleanupTimeout of cleanup (child
+// processes killed, VMs destroyed, temporary keys removed), exit code 2.
+// It returns the exit code.
 func Main() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go handleSignals(sigs, cancel, os.Stderr, func() { os.Exit(ExitInfra) })
 	return Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+}
+
+// handleSignals cancels the command at the first signal and forces the
+// exit at the second.
+func handleSignals(sigs <-chan os.Signal, cancel context.CancelFunc, w io.Writer, exit func()) {
+	s := <-sigs
+	fmt.Fprintf(w, "%s: %v: stopping; send it again to force the exit\n", programName, s)
+	cancel()
+	s = <-sigs
+	fmt.Fprintf(w, "%s: %v again: forcing the exit after at most %s of cleanup\n", programName, s, ForcedCleanupTimeout)
+	if left := shutdown.Run(ForcedCleanupTimeout); len(left) > 0 {
+		fmt.Fprintf(w, "%s: cleanup not finished: %s\n", programName, strings.Join(left, ", "))
+	}
+	exit()
 }
 
 // Streams are where commands write.

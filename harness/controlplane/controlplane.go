@@ -10,8 +10,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -19,6 +21,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/bootproof/bootproof/harness/shutdown"
 )
 
 // GuestHostAddress is the address under which QEMU user-mode networking
@@ -56,6 +60,8 @@ type ControlPlane struct {
 
 	mu    sync.Mutex
 	nodes map[string]*Credentials
+	// unregister removes the forced-exit cleanup (shutdown.Register).
+	unregister func()
 }
 
 // Credentials are a client identity of the cluster.
@@ -109,6 +115,9 @@ func start(ctx context.Context, cfg Config, bins Binaries) (_ *ControlPlane, ret
 		}
 		cp.dir = d
 	}
+	// A forced exit (a second SIGINT) kills the processes and removes the
+	// directory with the CA key at once.
+	cp.unregister = shutdown.Register("embedded control plane "+cp.dir, cp.kill)
 	defer func() {
 		if retErr != nil {
 			cp.Stop()
@@ -286,8 +295,30 @@ func (cp *ControlPlane) spawn(name, bin string, args []string) (*process, error)
 	if err != nil {
 		return nil, err
 	}
+	cp.mu.Lock()
 	cp.procs = append(cp.procs, p)
+	cp.mu.Unlock()
 	return p, nil
+}
+
+// kill is the forced-exit cleanup: SIGKILL to every process group, and the
+// run directory removed if Start created it.
+func (cp *ControlPlane) kill() {
+	cp.mu.Lock()
+	procs := slices.Clone(cp.procs)
+	cp.mu.Unlock()
+	for _, p := range procs {
+		_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
+	}
+	for _, p := range procs {
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	if cp.ownDir {
+		_ = os.RemoveAll(cp.dir)
+	}
 }
 
 // waitHTTP polls url until it answers 200, the process exits or ctx ends.
@@ -417,6 +448,9 @@ func (cp *ControlPlane) Err() error {
 // more than once.
 func (cp *ControlPlane) Stop() {
 	cp.stopOnce.Do(func() {
+		if cp.unregister != nil {
+			cp.unregister()
+		}
 		close(cp.stopping)
 		for i := len(cp.procs) - 1; i >= 0; i-- {
 			cp.procs[i].stop(cp.cfg.StopTimeout)

@@ -16,6 +16,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/bootproof/bootproof/harness/cluster"
+	"github.com/bootproof/bootproof/harness/shutdown"
 	"github.com/bootproof/bootproof/scenarios"
 )
 
@@ -41,6 +42,7 @@ type Exec struct {
 	tmpDir     string
 	crashes    []crash
 	log        logr.Logger
+	unregister func()
 }
 
 // crash is an exit the harness did not ask for.
@@ -85,6 +87,7 @@ func (x *Exec) Setup(ctx context.Context) error {
 	if x.tmpDir, err = os.MkdirTemp("", "bootproof-subject-"); err != nil {
 		return fmt.Errorf("subject %s: %w", x.File.Name, err)
 	}
+	x.unregister = shutdown.Register("subject "+x.File.Name, x.kill)
 	x.kubeconfig = filepath.Join(x.tmpDir, "kubeconfig")
 	if err := os.WriteFile(x.kubeconfig, data, 0o600); err != nil {
 		return fmt.Errorf("subject %s: write kubeconfig: %w", x.File.Name, err)
@@ -98,10 +101,30 @@ func (x *Exec) Setup(ctx context.Context) error {
 // Teardown stops the process and removes the kubeconfig.
 func (x *Exec) Teardown() error {
 	x.stop()
+	if x.unregister != nil {
+		x.unregister()
+	}
 	if x.tmpDir != "" {
 		return os.RemoveAll(x.tmpDir)
 	}
 	return nil
+}
+
+// kill is the forced-exit cleanup: SIGKILL to the process group, the
+// kubeconfig removed.
+func (x *Exec) kill() {
+	x.mu.Lock()
+	p := x.proc
+	if p != nil {
+		p.stopping = true
+	}
+	x.mu.Unlock()
+	if p != nil {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	}
+	if x.tmpDir != "" {
+		_ = os.RemoveAll(x.tmpDir)
+	}
 }
 
 // Start implements scenarios.Subject: the process runs already (it is
