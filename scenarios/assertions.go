@@ -214,4 +214,3 @@ func (c *caseRun) schemaHasBootID(ctx context.Context) (has, known bool) {
 	}
 	return false, false
 }
-

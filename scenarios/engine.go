@@ -112,24 +112,24 @@ type disruption struct {
 }
 
 type caseRun struct {
-	e       *Engine
-	s       *Scenario
-	subj    Subject
-	log     logr.Logger
-	id      string
-	ns      string
-	names   []string
-	grace   time.Duration
-	cs      kubernetes.Interface
-	dyn     dynamic.Interface
-	obs     *Observer
-	nodes   NodeSet
-	inst    SubjectInstance
-	start   time.Time
-	baseAt  time.Time // every node Ready and publishing: precondition window opens
+	e      *Engine
+	s      *Scenario
+	subj   Subject
+	log    logr.Logger
+	id     string
+	ns     string
+	names  []string
+	grace  time.Duration
+	cs     kubernetes.Interface
+	dyn    dynamic.Interface
+	obs    *Observer
+	nodes  NodeSet
+	inst   SubjectInstance
+	start  time.Time
+	baseAt time.Time // every node Ready and publishing: precondition window opens
 	// baseBoot is each node's boot at baseAt.
 	baseBoot map[string]string
-	results []AssertionResult
+	results  []AssertionResult
 
 	mu        sync.Mutex
 	spec      map[string][]Module // the NMC spec the engine wrote, per node
