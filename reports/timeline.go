@@ -195,6 +195,15 @@ func BuildTimeline(c scenarios.CaseResult) Timeline {
 		}
 	}
 	axisY := y0 + float64(len(nodes))*groupH
+	// Cluster faults and observation gaps cross every lane: the case was
+	// not judged through them.
+	for _, e := range c.Trace {
+		if e.Kind != scenarios.TraceCluster && e.Kind != scenarios.TraceWatch {
+			continue
+		}
+		t.Lines = append(t.Lines, Line{X1: x(e.TMS), Y1: tlTop - 6, X2: x(e.TMS), Y2: axisY, Stroke: "#d62728", Width: 1.5, Dash: "2 2",
+			Title: fmt.Sprintf("%s at %.2fs: %s", e.Kind, sec(e.TMS), e.Detail)})
+	}
 	step := int64(1000)
 	for end/step > 12 {
 		step *= 2

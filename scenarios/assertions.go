@@ -34,7 +34,18 @@ func (c *caseRun) checkPrecondition() {
 				}
 			}
 		}
-		c.assert(AssertPrecondition, true, "Ready never left True on any node")
+		// Ready that never left True is evidence only if the heartbeats
+		// never paused for longer than the grace period: else NotReady
+		// could have come and gone unseen (a watch gap, a lagging
+		// observer).
+		for _, n := range c.names {
+			if gap, at := maxGap(c.obs.state[n].renewSeen, c.baseAt, time.Now()); gap > c.grace {
+				c.assert(AssertPrecondition, false, fmt.Sprintf("Ready never left True on node %s, but no renewal of its Lease was seen for %.1fs from %.1fs, longer than the grace period %s: NotReady could have been missed",
+					n, gap.Seconds(), at.Sub(c.start).Seconds(), c.grace))
+				return
+			}
+		}
+		c.assert(AssertPrecondition, true, "Ready never left True on any node, and every node's Lease was renewed within the grace period")
 	case "slow":
 		for _, d := range c.disrupted {
 			if !c.notReadySeen(d) {
@@ -51,6 +62,28 @@ func (c *caseRun) checkPrecondition() {
 		}
 		c.assert(AssertPrecondition, true, "recorded, not required: "+strings.Join(seen, "; "))
 	}
+}
+
+// maxGap is the longest time in [from, to] without one of the times in
+// seen (sorted), and where it began.
+func maxGap(seen []time.Time, from, to time.Time) (time.Duration, time.Time) {
+	prev, gap, at := from, time.Duration(0), from
+	for _, t := range seen {
+		if t.Before(from) {
+			continue
+		}
+		if t.After(to) {
+			break
+		}
+		if d := t.Sub(prev); d > gap {
+			gap, at = d, prev
+		}
+		prev = t
+	}
+	if d := to.Sub(prev); d > gap {
+		gap, at = d, prev
+	}
+	return gap, at
 }
 
 // notReadySeen: Ready left True between the disruption's start and a

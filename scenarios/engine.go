@@ -34,6 +34,9 @@ type Engine struct {
 	// SettleTimeout bounds the final wait for the subject's status to
 	// match ground truth; default 30s.
 	SettleTimeout time.Duration
+	// Health, when set, watches the cluster: a fault overlapping a case
+	// makes it an error.
+	Health *HealthMonitor
 }
 
 // Assertion names.
@@ -129,6 +132,8 @@ type caseRun struct {
 	baseAt time.Time // every node Ready and publishing: precondition window opens
 	// baseBoot is each node's boot at baseAt.
 	baseBoot map[string]string
+	// judgedAt is when the final checks ended.
+	judgedAt time.Time
 	results  []AssertionResult
 
 	mu        sync.Mutex
@@ -174,6 +179,21 @@ func (e *Engine) Run(ctx context.Context, s *Scenario, subj Subject) CaseResult 
 	}
 	c.log = c.log.WithValues("case", c.id)
 	err := c.run(ctx)
+	if ctx.Err() == nil && !c.baseAt.IsZero() {
+		// A cluster fault overlapping the case stands before any verdict
+		// (and before the errors it caused).
+		until := c.judgedAt
+		if until.IsZero() {
+			until = time.Now()
+		}
+		c.e.Health.WaitFresh(ctx, until)
+		if cf := c.checkCluster(until); cf != nil {
+			err = cf
+		} else if gap := c.checkObservation(until); gap != nil {
+			err = gap
+		}
+	}
+	c.traceFaults()
 	if ctx.Err() != nil {
 		// Interrupted: whatever the checks saw on a cancelled context is
 		// not a verdict.
@@ -198,7 +218,10 @@ func judge(scenario, subject string, exp Expectation, results []AssertionResult,
 	var subjErr *subjectError
 	var intr *interruptedError
 	var invalid *invalidRunError
+	var cluster *clusterFaultError
 	switch {
+	case errors.As(err, &cluster):
+		return Error, Error, cluster.msg
 	case errors.As(err, &intr):
 		return Error, Error, NotRunInterrupted + " (" + intr.err.Error() + ")"
 	case errors.As(err, &invalid):
@@ -380,7 +403,9 @@ func (c *caseRun) run(ctx context.Context) (retErr error) {
 	}
 	c.checkPrecondition()
 	c.checkExtraWork()
-	if err := c.checkConsistency(ctx, !c.failed()); err != nil {
+	err = c.checkConsistency(ctx, !c.failed())
+	c.judgedAt = time.Now()
+	if err != nil {
 		return err
 	}
 	if err := c.subjectErr(); err != nil {

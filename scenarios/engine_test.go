@@ -512,3 +512,53 @@ func TestRebootMetricPlannedDefault(t *testing.T) {
 		t.Errorf("unplanned metric: %+v %v", now, err)
 	}
 }
+
+// A fast precondition is evidence only when the Lease kept being renewed:
+// a pause longer than the grace period means NotReady could have been
+// missed, which makes the run invalid.
+func TestPreconditionFastNeedsRenewals(t *testing.T) {
+	s := newScript(t, "fast")
+	s.c.baseAt = time.Now().Add(-20 * time.Second)
+	s.node(corev1.ConditionTrue, "a")
+	st := s.c.obs.state["n0"]
+	for _, ago := range []time.Duration{19, 17, 15, 3, 1} { // nothing seen from 15s to 3s ago: 12s > grace 10s
+		st.renewSeen = append(st.renewSeen, time.Now().Add(-ago*time.Second))
+	}
+	s.c.checkPrecondition()
+	wantFail(t, s.result(AssertPrecondition), "no renewal of its Lease was seen for 12.0s")
+
+	ok := newScript(t, "fast")
+	ok.c.baseAt = time.Now().Add(-6 * time.Second)
+	for _, ago := range []time.Duration{5, 3, 1} {
+		ok.c.obs.state["n0"].renewSeen = append(ok.c.obs.state["n0"].renewSeen, time.Now().Add(-ago*time.Second))
+	}
+	ok.c.checkPrecondition()
+	if r := ok.result(AssertPrecondition); !r.OK {
+		t.Errorf("renewals every 2s: %+v", r)
+	}
+}
+
+// A watch gap between the first disruption and the judgement makes the
+// case invalid; one before the first disruption does not.
+func TestObservationGap(t *testing.T) {
+	s := newScript(t, "fast")
+	now := time.Now()
+	s.c.baseAt = now.Add(-10 * time.Second)
+	s.c.disrupted = []*disruption{{kind: "reboot", node: "n0", start: now.Add(-5 * time.Second)}}
+	s.c.obs.gaps = []WatchGap{{What: "Pods", From: now.Add(-4 * time.Second), To: now.Add(-3 * time.Second), Err: "watch expired (410 Gone): too old resource version"}}
+	err := s.c.checkObservation(now)
+	_, verdict, msg := judge("kubelet-restart-no-reboot", "legacy", Expectation{Outcome: Fail}, []AssertionResult{{Name: AssertNoExtraWork, OK: true}}, err)
+	if verdict != Error || !strings.Contains(msg, "invalid run: observation gap: the Pods watch was broken from") || !strings.Contains(msg, "410 Gone") {
+		t.Errorf("verdict %s: %s", verdict, msg)
+	}
+	s.c.obs.gaps[0].To = now.Add(-6 * time.Second)
+	s.c.obs.gaps[0].From = now.Add(-7 * time.Second)
+	if err := s.c.checkObservation(now); err != nil {
+		t.Errorf("a gap before the first disruption: %v", err)
+	}
+	// An open gap (not relisted yet) counts.
+	s.c.obs.watches = map[string]*watchState{"Nodes": {open: &WatchGap{What: "Nodes", From: now.Add(-time.Second), Err: "connection refused"}}}
+	if err := s.c.checkObservation(now); err == nil || !strings.Contains(err.Error(), "Nodes watch was broken from") || !strings.Contains(err.Error(), "to the judgement") {
+		t.Errorf("an open gap: %v", err)
+	}
+}

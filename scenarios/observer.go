@@ -77,6 +77,7 @@ type nodeObs struct {
 	truth         *Truth
 	truthAt       time.Time
 	renewTime     time.Time
+	renewSeen     []time.Time // when each renewal was observed (the harness's clock)
 	status        []StatusEntry
 	spec          []StatusEntry
 	lastModule    map[string]time.Time // first observation of module loaded, per boot+module
@@ -97,6 +98,9 @@ type Observer struct {
 	loads   []load
 	changed chan struct{}
 	errs    []string
+	// watches tracks each informer's last event and its failures.
+	watches map[string]*watchState
+	gaps    []WatchGap
 	// statusBoot: some status entry carried a bootId.
 	statusBoot bool
 	stopFns    []func()
@@ -123,6 +127,14 @@ func (o *Observer) record(ev TraceEvent, at time.Time) {
 	o.changed = make(chan struct{})
 }
 
+// recordAt records ev as seen at time at (before later events, if at
+// is earlier: Trace sorts by time).
+func (o *Observer) recordAt(ev TraceEvent, at time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.record(ev, at)
+}
+
 // Action records one of the engine's actions in the trace.
 func (o *Observer) Action(node, detail string) {
 	o.mu.Lock()
@@ -137,11 +149,13 @@ func (o *Observer) Changed() <-chan struct{} {
 	return o.changed
 }
 
-// Trace returns a copy of the trace.
+// Trace returns a copy of the trace, in time order.
 func (o *Observer) Trace() []TraceEvent {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return slices.Clone(o.trace)
+	out := slices.Clone(o.trace)
+	slices.SortStableFunc(out, func(a, b TraceEvent) int { return cmp.Compare(a.TMS, b.TMS) })
+	return out
 }
 
 // start runs the informers until ctx ends and waits for their first sync.
@@ -160,15 +174,12 @@ func (o *Observer) run(ctx context.Context, cs kubernetes.Interface, dyn dynamic
 	leaseInf := lf.Coordination().V1().Leases().Informer()
 	podInf := pf.Core().V1().Pods().Informer()
 	nmcInf := df.ForResource(NMCResource).Informer()
-	add := func(inf cache.SharedIndexInformer, f func(obj any)) error {
-		_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: f, UpdateFunc: func(_, n any) { f(n) }})
-		return err
-	}
 	for _, h := range []struct {
-		inf cache.SharedIndexInformer
-		f   func(any)
-	}{{nodeInf, o.onNode}, {leaseInf, o.onLease}, {podInf, o.onPod}, {nmcInf, o.onNMC}} {
-		if err := add(h.inf, h.f); err != nil {
+		what string
+		inf  cache.SharedIndexInformer
+		f    func(any)
+	}{{"Nodes", nodeInf, o.onNode}, {"Leases", leaseInf, o.onLease}, {"Pods", podInf, o.onPod}, {"NodeModulesConfigs", nmcInf, o.onNMC}} {
+		if err := o.watch(ctx, h.what, h.inf, h.f); err != nil {
 			return fmt.Errorf("observer: %w", err)
 		}
 	}
@@ -249,6 +260,7 @@ func (o *Observer) onLease(obj any) {
 	s := o.state[l.Name]
 	if l.Spec.RenewTime != nil && l.Spec.RenewTime.Time.After(s.renewTime) {
 		s.renewTime = l.Spec.RenewTime.Time
+		s.renewSeen = append(s.renewSeen, now)
 		o.record(TraceEvent{Kind: TraceHeartbeat, Node: l.Name}, now)
 	}
 	if err != nil {

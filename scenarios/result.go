@@ -118,6 +118,10 @@ const (
 	TracePod       = "pod"
 	TraceLoad      = "load"
 	TraceStatus    = "status"
+	// TraceCluster is a cluster fault: a component down, then back.
+	TraceCluster = "cluster"
+	// TraceWatch is a watch of the observer that failed and relisted.
+	TraceWatch = "watch"
 )
 
 // CaseTrace is one case's trace in trace.json.

@@ -11,6 +11,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/bootproof/bootproof/harness/controlplane"
+	"github.com/bootproof/bootproof/scenarios"
 )
 
 // CredentialIssuer is the optional capability of a cluster that can issue
@@ -64,6 +65,16 @@ func (e *Embedded) UserRESTConfig(user string, groups ...string) (*rest.Config, 
 
 // Stop stops the control plane.
 func (e *Embedded) Stop() { e.CP.Stop() }
+
+// ComponentFaults implements scenarios.FaultReporter: every exit of a
+// control-plane process, until the supervisor had it back.
+func (e *Embedded) ComponentFaults() []scenarios.ClusterFault {
+	var out []scenarios.ClusterFault
+	for _, o := range e.CP.Outages() {
+		out = append(out, scenarios.ClusterFault{Component: o.Process, From: o.Start, To: o.End, Detail: "exited: " + o.Detail})
+	}
+	return out
+}
 
 // Kubeconfig is an existing cluster reached through a kubeconfig; the
 // harness starts nothing in it.

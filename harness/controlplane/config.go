@@ -16,6 +16,7 @@ const (
 	DefaultMonitorPeriod = 5 * time.Second
 	DefaultStartTimeout  = 2 * time.Minute
 	DefaultStopTimeout   = 10 * time.Second
+	DefaultMaxRestarts   = 5
 )
 
 // DefaultControllers are the kube-controller-manager controllers that shape
@@ -128,6 +129,10 @@ type Config struct {
 	StartTimeout time.Duration
 	// StopTimeout is how long Stop waits after SIGTERM before SIGKILL.
 	StopTimeout time.Duration
+	// MaxRestarts is how many times in all a process that exits on its
+	// own is started again (default DefaultMaxRestarts); past it, or with
+	// a negative value at the first exit, the plane is dead (Died).
+	MaxRestarts int
 }
 
 // ConfigError is a configuration value that was not accepted. Flag is the
@@ -156,6 +161,9 @@ func (c Config) Default() Config {
 	}
 	if c.StartTimeout == 0 {
 		c.StartTimeout = DefaultStartTimeout
+	}
+	if c.MaxRestarts == 0 {
+		c.MaxRestarts = DefaultMaxRestarts
 	}
 	if c.StopTimeout == 0 {
 		c.StopTimeout = DefaultStopTimeout

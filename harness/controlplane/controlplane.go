@@ -62,6 +62,10 @@ type ControlPlane struct {
 	nodes map[string]*Credentials
 	// unregister removes the forced-exit cleanup (shutdown.Register).
 	unregister func()
+	// restartMu orders restarts (supervise) before Stop.
+	restartMu sync.Mutex
+	outages   []Outage
+	restarts  int
 }
 
 // Credentials are a client identity of the cluster.
@@ -177,15 +181,11 @@ func start(ctx context.Context, cfg Config, bins Binaries) (_ *ControlPlane, ret
 	defer cancel()
 
 	log.V(1).Info("starting process", "process", BinEtcd, "url", etcdURL)
-	etcd, err := cp.spawn(BinEtcd, bins.Etcd, etcdArgs)
-	if err != nil {
-		return nil, err
-	}
 	etcdClient, err := tlsClient(pki.etcdCAPEM, pki.apiEtcdClientCert, pki.apiEtcdClientKey)
 	if err != nil {
 		return nil, err
 	}
-	if err := cp.waitHTTP(deadline, etcd, etcdClient, etcdURL+"/health"); err != nil {
+	if _, err := cp.spawnReady(deadline, procSpec{name: BinEtcd, bin: bins.Etcd, args: etcdArgs, client: etcdClient, health: etcdURL + "/health"}); err != nil {
 		return nil, err
 	}
 
@@ -220,10 +220,6 @@ func start(ctx context.Context, cfg Config, bins Binaries) (_ *ControlPlane, ret
 		"--proxy-client-key-file=" + pki.proxyClientKey,
 	}
 	log.V(1).Info("starting process", "process", BinKubeAPIServer, "url", cp.apiURL)
-	api, err := cp.spawn(BinKubeAPIServer, bins.KubeAPIServer, apiArgs)
-	if err != nil {
-		return nil, err
-	}
 	admin, err := cp.ca.Issue(CertRequest{CommonName: "bootproof-admin", Organizations: []string{"system:masters"}, Client: true})
 	if err != nil {
 		return nil, err
@@ -237,7 +233,7 @@ func start(ctx context.Context, cfg Config, bins Binaries) (_ *ControlPlane, ret
 	if err != nil {
 		return nil, fmt.Errorf("admin client: %w", err)
 	}
-	if err := cp.waitHTTP(deadline, api, adminHTTP, cp.apiURL+"/readyz"); err != nil {
+	if _, err := cp.spawnReady(deadline, procSpec{name: BinKubeAPIServer, bin: bins.KubeAPIServer, args: apiArgs, client: adminHTTP, health: cp.apiURL + "/readyz"}); err != nil {
 		return nil, err
 	}
 
@@ -263,42 +259,47 @@ func start(ctx context.Context, cfg Config, bins Binaries) (_ *ControlPlane, ret
 		"--cluster-signing-cert-file=" + pki.ca,
 		"--cluster-signing-key-file=" + pki.caKey,
 		"--use-service-account-credentials=true",
-		"--leader-elect=false",
+		// Leader election as kubeadm runs it: the harness watches the
+		// leader Lease's renewals on every cluster, this one included.
+		"--leader-elect=true",
 		"--controllers=" + cfg.controllersFlag(),
 		"--node-monitor-grace-period=" + cfg.GracePeriod.String(),
 		"--node-monitor-period=" + cfg.MonitorPeriod.String(),
 		"--profiling=false",
 	}
 	log.V(1).Info("starting process", "process", BinKubeControllerManager, "url", cp.kcmURL)
-	kcm, err := cp.spawn(BinKubeControllerManager, bins.KubeControllerManager, kcmArgs)
-	if err != nil {
-		return nil, err
-	}
 	kcmHTTP, err := tlsClient(cp.ca.CertPEM, "", "")
 	if err != nil {
 		return nil, err
 	}
-	if err := cp.waitHTTP(deadline, kcm, kcmHTTP, cp.kcmURL+"/healthz"); err != nil {
+	if _, err := cp.spawnReady(deadline, procSpec{name: BinKubeControllerManager, bin: bins.KubeControllerManager, args: kcmArgs, client: kcmHTTP, health: cp.kcmURL + "/healthz"}); err != nil {
 		return nil, err
 	}
 	if err := cp.waitBootstrap(deadline); err != nil {
 		return nil, err
 	}
-	go cp.watchChildren()
+	go cp.supervise()
 	log.Info("control plane ready", "apiserver", cp.apiURL, "kubeconfig", cp.kubeconf, "dir", cp.dir,
 		"gracePeriod", cfg.GracePeriod, "monitorPeriod", cfg.MonitorPeriod)
 	return cp, nil
 }
 
-func (cp *ControlPlane) spawn(name, bin string, args []string) (*process, error) {
-	p, err := startProcess(name, bin, args, cp.dir, filepath.Join(cp.dir, "logs"))
+// spawnReady starts the process spec describes and waits until it
+// answers its health check; it replaces a process of the same name.
+func (cp *ControlPlane) spawnReady(ctx context.Context, spec procSpec) (*process, error) {
+	p, err := startProcess(spec.name, spec.bin, spec.args, cp.dir, filepath.Join(cp.dir, "logs"))
 	if err != nil {
 		return nil, err
 	}
+	p.spec = spec
 	cp.mu.Lock()
-	cp.procs = append(cp.procs, p)
+	if i := slices.IndexFunc(cp.procs, func(q *process) bool { return q.name == spec.name }); i >= 0 {
+		cp.procs[i] = p
+	} else {
+		cp.procs = append(cp.procs, p)
+	}
 	cp.mu.Unlock()
-	return p, nil
+	return p, cp.waitHTTP(ctx, p, spec.client, spec.health)
 }
 
 // kill is the forced-exit cleanup: SIGKILL to every process group, and the
@@ -382,7 +383,10 @@ func (cp *ControlPlane) waitBootstrap(ctx context.Context) error {
 			// Transient API errors are retried like NotFound.
 			_ = err
 		}
-		for _, p := range cp.procs {
+		cp.mu.Lock()
+		procs := slices.Clone(cp.procs)
+		cp.mu.Unlock()
+		for _, p := range procs {
 			if p.exited() {
 				return p.exitError()
 			}
@@ -404,31 +408,9 @@ func (cp *ControlPlane) hasController(name string) bool {
 	return false
 }
 
-// watchChildren closes Died when a process ends before Stop.
-func (cp *ControlPlane) watchChildren() {
-	cases := make(chan *process, len(cp.procs))
-	for _, p := range cp.procs {
-		go func() {
-			<-p.done
-			cases <- p
-		}()
-	}
-	select {
-	case p := <-cases:
-		select {
-		case <-cp.stopping:
-			return
-		default:
-		}
-		cp.diedOnce.Do(func() {
-			cp.diedErr = p.exitError()
-			close(cp.died)
-		})
-	case <-cp.stopping:
-	}
-}
-
-// Died is closed when a control-plane process ends on its own; Err then
+// Died is closed when the plane is dead: a process that ended on its own
+// could not be started again, or more processes ended than
+// Config.MaxRestarts allows (see Outages for those restarted). Err then
 // says which and why.
 func (cp *ControlPlane) Died() <-chan struct{} { return cp.died }
 
@@ -451,9 +433,15 @@ func (cp *ControlPlane) Stop() {
 		if cp.unregister != nil {
 			cp.unregister()
 		}
+		// No restart begins after this; one under way has finished.
+		cp.restartMu.Lock()
 		close(cp.stopping)
-		for i := len(cp.procs) - 1; i >= 0; i-- {
-			cp.procs[i].stop(cp.cfg.StopTimeout)
+		cp.restartMu.Unlock()
+		cp.mu.Lock()
+		procs := slices.Clone(cp.procs)
+		cp.mu.Unlock()
+		for i := len(procs) - 1; i >= 0; i-- {
+			procs[i].stop(cp.cfg.StopTimeout)
 		}
 		if cp.ownDir {
 			_ = os.RemoveAll(cp.dir)
@@ -481,6 +469,8 @@ func (cp *ControlPlane) Config() Config { return cp.cfg }
 
 // Pids returns the process ids of the children by name.
 func (cp *ControlPlane) Pids() map[string]int {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
 	out := map[string]int{}
 	for _, p := range cp.procs {
 		out[p.name] = p.Pid()

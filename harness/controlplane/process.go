@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,8 @@ const tailLines = 20
 // process is one child of the control plane: in its own process group, with
 // a parent-death signal, its output in a log file and its pid in a pid file.
 type process struct {
+	// spec says how to start it again and check its health.
+	spec    procSpec
 	name    string
 	cmd     *exec.Cmd
 	logPath string
@@ -30,6 +33,14 @@ type process struct {
 	waitErr  error
 	stopping bool
 	mu       sync.Mutex
+}
+
+// procSpec is how a control-plane process is started and checked.
+type procSpec struct {
+	name, bin string
+	args      []string
+	client    *http.Client
+	health    string // URL that answers 200 when it is ready
 }
 
 // startProcess starts bin with args. stdout and stderr go to

@@ -88,6 +88,15 @@ func Run(ctx context.Context, cfg Config) scenarios.Results {
 	}
 	out := make([]scenarios.CaseResult, n)
 	eng := Engine(cfg)
+	// The cluster's health is part of every verdict.
+	monCtx, stopMon := context.WithCancel(ctx)
+	defer stopMon()
+	eng.Health = &scenarios.HealthMonitor{Cluster: cfg.Cluster}
+	go func() {
+		if err := eng.Health.Start(monCtx); err != nil {
+			logr.FromContextOrDiscard(ctx).Error(err, "cluster health monitor")
+		}
+	}()
 	runJobs(ctx, cfg, eng, scoped, max(1, cfg.Parallel), out, "")
 	for _, subj := range cfg.Subjects {
 		jobs, ok := wide[subj]

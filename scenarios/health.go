@@ -1,0 +1,321 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// ClusterFault is a period in which a part of the cluster that serves or
+// judges the cases was not working: a component that exited (until it was
+// back), the API server not answering, kube-controller-manager's leader
+// Lease not renewed. A case whose window overlaps one is not judged.
+type ClusterFault struct {
+	// Component is etcd, kube-apiserver or kube-controller-manager.
+	Component string
+	From      time.Time
+	// To is zero while the fault lasts.
+	To     time.Time
+	Detail string
+}
+
+func (f ClusterFault) overlaps(from, to time.Time) bool {
+	return f.From.Before(to) && (f.To.IsZero() || f.To.After(from))
+}
+
+// FaultReporter is the optional capability of a Cluster that supervises
+// its own components (the embedded cluster): every exit of one, until it
+// was back.
+type FaultReporter interface {
+	ComponentFaults() []ClusterFault
+}
+
+// Names of the components a ClusterFault names.
+const (
+	ComponentAPIServer         = "kube-apiserver"
+	ComponentControllerManager = "kube-controller-manager"
+)
+
+// HealthMonitor watches a cluster for a whole run, so a fault of the
+// harness's world is never judged as the subject's: the API server's
+// /readyz, the renewals of kube-controller-manager's leader Lease
+// (kube-system/kube-controller-manager, where the cluster lets it be
+// read), and the component exits a FaultReporter cluster reports.
+type HealthMonitor struct {
+	Cluster Cluster
+	// Interval between probes; default 500ms.
+	Interval time.Duration
+	// ProbeTimeout bounds one /readyz request; default 5s.
+	ProbeTimeout time.Duration
+	// MinLeaseGap is the least pause of the leader Lease's renewals that
+	// counts as a leadership gap; default 5s (or half the lease's
+	// duration, if longer).
+	MinLeaseGap time.Duration
+
+	mu     sync.Mutex
+	faults []ClusterFault // closed API and lease faults
+	api    *ClusterFault  // the API fault under way
+	lastOK time.Time      // last /readyz answered
+	lease  leaseState
+	// cycle counts finished probe rounds; cycleStart is when the last
+	// finished one began.
+	cycle      int
+	cycleStart time.Time
+	cycleDone  chan struct{} // closed and replaced at each round's end
+	off        bool          // Start failed: nothing to wait for
+}
+
+type leaseState struct {
+	observable bool
+	renew      time.Time // last renewTime seen
+	holder     string
+	// gap is how long renewals may pause before leadership counts as
+	// lost: half the lease duration, at least 5s.
+	gap time.Duration
+}
+
+// Start probes until ctx ends; it returns nil then, or an error when the
+// cluster gives no client.
+func (h *HealthMonitor) Start(ctx context.Context) error {
+	interval, timeout := h.Interval, h.ProbeTimeout
+	if interval == 0 {
+		interval = 500 * time.Millisecond
+	}
+	if timeout == 0 {
+		timeout = 5 * time.Second
+	}
+	rc := rest.CopyConfig(h.Cluster.RESTConfig())
+	hc, err := rest.HTTPClientFor(rc)
+	var cs kubernetes.Interface
+	if err == nil {
+		hc.Timeout = timeout
+		cs, err = kubernetes.NewForConfigAndClient(rc, hc)
+	}
+	if err != nil {
+		h.mu.Lock()
+		h.off = true
+		h.mu.Unlock()
+		return fmt.Errorf("health monitor: %w", err)
+	}
+	h.mu.Lock()
+	h.lastOK = time.Now()
+	h.init()
+	h.mu.Unlock()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		start := time.Now()
+		h.probeAPI(ctx, hc, strings.TrimSuffix(rc.Host, "/")+"/readyz")
+		h.probeLease(ctx, cs)
+		h.mu.Lock()
+		h.cycle++
+		h.cycleStart = start
+		close(h.cycleDone)
+		h.cycleDone = make(chan struct{})
+		h.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// init makes the round channel; call with h.mu held.
+func (h *HealthMonitor) init() {
+	if h.cycleDone == nil {
+		h.cycleDone = make(chan struct{})
+	}
+}
+
+// WaitFresh waits until a round of probes that began after t has
+// finished (so a fault under way at t is known), or ctx ends, or a
+// minute passes. It returns at once for a nil monitor.
+func (h *HealthMonitor) WaitFresh(ctx context.Context, t time.Time) {
+	if h == nil {
+		return
+	}
+	limit := time.After(time.Minute)
+	for {
+		h.mu.Lock()
+		h.init()
+		fresh, done := h.cycleStart.After(t) || h.off, h.cycleDone
+		h.mu.Unlock()
+		if fresh {
+			return
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return
+		case <-limit:
+			return
+		}
+	}
+}
+
+// probeAPI records the API as down from its last answer to its next one,
+// when /readyz fails (no answer within ProbeTimeout, or a 5xx).
+func (h *HealthMonitor) probeAPI(ctx context.Context, hc *http.Client, url string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return
+	}
+	resp, err := hc.Do(req)
+	if ctx.Err() != nil {
+		return
+	}
+	now := time.Now()
+	var why string
+	switch {
+	case err != nil:
+		why = err.Error()
+	case resp.StatusCode >= 500:
+		why = resp.Status
+	}
+	if resp != nil {
+		resp.Body.Close()
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if why == "" {
+		if h.api != nil {
+			h.api.To = now
+			h.faults = append(h.faults, *h.api)
+			h.api = nil
+		}
+		h.lastOK = now
+		return
+	}
+	if h.api == nil {
+		h.api = &ClusterFault{Component: ComponentAPIServer, From: h.lastOK, Detail: "not answering /readyz: " + why}
+	}
+}
+
+// probeLease reads kube-controller-manager's leader Lease: a renewal later
+// than the allowed gap is a leadership gap, from the renewal before it.
+func (h *HealthMonitor) probeLease(ctx context.Context, cs kubernetes.Interface) {
+	l, err := cs.CoordinationV1().Leases(metav1.NamespaceSystem).Get(ctx, ComponentControllerManager, metav1.GetOptions{})
+	if err != nil || l.Spec.RenewTime == nil {
+		// Not found or not readable: not observable (yet). Other
+		// errors are the API's, which probeAPI records.
+		return
+	}
+	renew := l.Spec.RenewTime.Time
+	holder := ""
+	if l.Spec.HolderIdentity != nil {
+		holder = *l.Spec.HolderIdentity
+	}
+	gap := h.MinLeaseGap
+	if gap == 0 {
+		gap = 5 * time.Second
+	}
+	if l.Spec.LeaseDurationSeconds != nil {
+		gap = max(gap, time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second/2)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := &h.lease
+	if s.observable && renew.After(s.renew) && renew.Sub(s.renew) > s.gap {
+		detail := fmt.Sprintf("leader Lease not renewed for %s", renew.Sub(s.renew).Round(100*time.Millisecond))
+		if holder != s.holder {
+			detail += " (leader changed)"
+		}
+		h.faults = append(h.faults, ClusterFault{Component: ComponentControllerManager, From: s.renew, To: renew, Detail: detail})
+	}
+	if !s.observable || renew.After(s.renew) {
+		s.renew, s.holder = renew, holder
+	}
+	s.observable, s.gap = true, gap
+}
+
+// Faults returns the faults that overlap [from, to]: closed and ongoing
+// ones of the API and the leader Lease, and the components' own.
+func (h *HealthMonitor) Faults(from, to time.Time) []ClusterFault {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	all := slices.Clone(h.faults)
+	if h.api != nil {
+		all = append(all, *h.api)
+	}
+	if s := h.lease; s.observable && time.Since(s.renew) > s.gap {
+		all = append(all, ClusterFault{Component: ComponentControllerManager, From: s.renew,
+			Detail: fmt.Sprintf("leader Lease not renewed for %s", time.Since(s.renew).Round(100*time.Millisecond))})
+	}
+	h.mu.Unlock()
+	if fr, ok := h.Cluster.(FaultReporter); ok {
+		all = append(all, fr.ComponentFaults()...)
+	}
+	var out []ClusterFault
+	for _, f := range all {
+		if f.overlaps(from, to) {
+			out = append(out, f)
+		}
+	}
+	slices.SortFunc(out, func(a, b ClusterFault) int { return a.From.Compare(b.From) })
+	return out
+}
+
+// LeaseObservable reports whether kube-controller-manager's leader Lease
+// could be read.
+func (h *HealthMonitor) LeaseObservable() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lease.observable
+}
+
+// clusterFaultError marks a case whose window overlaps a cluster fault.
+type clusterFaultError struct{ msg string }
+
+func (e *clusterFaultError) Error() string { return e.msg }
+
+// checkCluster returns a clusterFaultError when a cluster fault overlaps
+// the case between its first disruption (or, without one, the moment its
+// nodes were up) and its judgement at until. Call it once the monitor has
+// probed after until (WaitFresh).
+func (c *caseRun) checkCluster(until time.Time) error {
+	if c.baseAt.IsZero() {
+		return nil // the timeline never ran
+	}
+	faults := c.e.Health.Faults(c.firstDisruption(), until)
+	if len(faults) == 0 {
+		return nil
+	}
+	var parts []string
+	for _, f := range faults {
+		parts = append(parts, c.describeFault(f))
+	}
+	return &clusterFaultError{"cluster fault during the case: " + strings.Join(parts, "; ")}
+}
+
+// describeFault is "kube-apiserver down from 12.3s to 15.1s (why)".
+func (c *caseRun) describeFault(f ClusterFault) string {
+	to := "the judgement"
+	if !f.To.IsZero() {
+		to = fmt.Sprintf("%.1fs", f.To.Sub(c.start).Seconds())
+	}
+	return fmt.Sprintf("%s down from %.1fs to %s (%s)", f.Component, f.From.Sub(c.start).Seconds(), to, f.Detail)
+}
+
+// traceFaults adds every cluster fault during the case to its trace.
+func (c *caseRun) traceFaults() {
+	if c.obs == nil || c.e.Health == nil {
+		return
+	}
+	for _, f := range c.e.Health.Faults(c.start, time.Now()) {
+		c.obs.recordAt(TraceEvent{Kind: TraceCluster, Detail: c.describeFault(f)}, f.From)
+		if !f.To.IsZero() {
+			c.obs.recordAt(TraceEvent{Kind: TraceCluster, Detail: f.Component + " back"}, f.To)
+		}
+	}
+}
