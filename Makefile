@@ -7,6 +7,8 @@ REPORTS_DIR := $(CURDIR)/reports
 TEST_TIMEOUT ?= 30m
 # Cases 'make run' runs at once.
 PARALLEL ?= 4
+# Runs of the catalog 'make soak' makes.
+RUNS ?= 5
 # Ginkgo label filter for the catalog suite in 'make test' (empty: all).
 LABELS ?=
 # Scenario label for 'make e2e-libvirt' (empty: every scenario of the
@@ -42,6 +44,23 @@ test: controlplane tools ## Run every test and the catalog suite on the embedded
 	BOOTPROOF_REQUIRE_CONTROLPLANE=1 BOOTPROOF_SUITE_REPORT_DIR=$(REPORTS_DIR)/embedded $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./harness/suites/fake/ \
 	  -ginkgo.junit-report=$(REPORTS_DIR)/junit-embedded.xml -ginkgo.label-filter='$(LABELS)'
 	@echo "catalog report: $(REPORTS_DIR)/embedded/index.html"
+
+.PHONY: test-faults
+test-faults: controlplane tools ## Fault injection on the embedded cluster (components killed, watches expired, subject crash, unplanned reboot, SIGINT): every verdict must be an error; table in reports/faults/.
+	@mkdir -p $(REPORTS_DIR)/faults
+	BOOTPROOF_FAULTS=1 BOOTPROOF_REQUIRE_CONTROLPLANE=1 BOOTPROOF_FAULTS_DIR=$(REPORTS_DIR)/faults $(GO) test -count=1 -timeout 45m -v ./harness/suites/faults/ 2>&1 \
+	  | grep -vE '^\s+[IEW][0-9]{4} ' ; test $${PIPESTATUS[0]} -eq 0
+	@echo "fault table: $(REPORTS_DIR)/faults/faults.md"
+
+.PHONY: soak
+soak: controlplane build ## Run the catalog RUNS times (default 5) on the embedded cluster, each on a fresh control plane; flake table in reports/soak/soak.md.
+	@rm -rf $(REPORTS_DIR)/soak && mkdir -p $(REPORTS_DIR)/soak
+	@for i in $$(seq 1 $(RUNS)); do \
+	  $(BIN_DIR)/bootproof run --cluster embedded --nodes fake --subject bootid --subject legacy --parallel $(PARALLEL) \
+	    --report-dir $(REPORTS_DIR)/soak/run-$$i > $(REPORTS_DIR)/soak/run-$$i.log 2>&1; \
+	  echo "soak run $$i of $(RUNS): exit $$?, $$(grep -E '^[0-9]+ passed' $(REPORTS_DIR)/soak/run-$$i.log)"; \
+	done
+	$(BIN_DIR)/bootproof report --soak $(REPORTS_DIR)/soak
 
 .PHONY: tools
 tools: ## Check the host tools the tests need (xmllint validates JUnit output).

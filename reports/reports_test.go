@@ -292,3 +292,17 @@ func TestUnplannedRebootShown(t *testing.T) {
 		t.Error("the reboot table does not mark the unplanned reboot")
 	}
 }
+
+// The soak table marks a case whose verdict changed between runs.
+func TestSoak(t *testing.T) {
+	a, b := sample(), sample()
+	b.Cases[0].Verdict, b.Cases[0].Message = "error", "cluster fault"
+	s := BuildSoak(map[string]scenarios.Results{"run-10": a, "run-2": b, "run-1": a})
+	if strings.Join(s.Runs, ",") != "run-1,run-2,run-10" || s.Flaky != 1 || len(s.Cases) != 4 {
+		t.Fatalf("soak %+v", s)
+	}
+	md := SoakMarkdown(s)
+	if !strings.Contains(md, "# Soak: 3 runs, 4 cases, 1 flaky") || !strings.Contains(md, "| pass | **error** | pass | yes |") || !strings.Contains(md, "run-2: cluster fault") {
+		t.Errorf("soak.md:\n%s", md)
+	}
+}

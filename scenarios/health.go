@@ -64,6 +64,7 @@ type HealthMonitor struct {
 	faults []ClusterFault // closed API and lease faults
 	api    *ClusterFault  // the API fault under way
 	lastOK time.Time      // last /readyz answered
+	fails  int            // failed probes in a row
 	lease  leaseState
 	// cycle counts finished probe rounds; cycleStart is when the last
 	// finished one began.
@@ -137,7 +138,8 @@ func (h *HealthMonitor) init() {
 }
 
 // WaitFresh waits until a round of probes that began after t has
-// finished (so a fault under way at t is known), or ctx ends, or a
+// finished and the API's state is settled (not one failure short of a
+// fault), so a fault under way at t is known; or until ctx ends, or a
 // minute passes. It returns at once for a nil monitor.
 func (h *HealthMonitor) WaitFresh(ctx context.Context, t time.Time) {
 	if h == nil {
@@ -147,7 +149,7 @@ func (h *HealthMonitor) WaitFresh(ctx context.Context, t time.Time) {
 	for {
 		h.mu.Lock()
 		h.init()
-		fresh, done := h.cycleStart.After(t) || h.off, h.cycleDone
+		fresh, done := (h.cycleStart.After(t) && (h.fails == 0 || h.api != nil)) || h.off, h.cycleDone
 		h.mu.Unlock()
 		if fresh {
 			return
@@ -163,7 +165,8 @@ func (h *HealthMonitor) WaitFresh(ctx context.Context, t time.Time) {
 }
 
 // probeAPI records the API as down from its last answer to its next one,
-// when /readyz fails (no answer within ProbeTimeout, or a 5xx).
+// when /readyz fails twice in a row (no answer within ProbeTimeout, or a
+// 5xx).
 func (h *HealthMonitor) probeAPI(ctx context.Context, hc *http.Client, url string) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -192,10 +195,13 @@ func (h *HealthMonitor) probeAPI(ctx context.Context, hc *http.Client, url strin
 			h.faults = append(h.faults, *h.api)
 			h.api = nil
 		}
-		h.lastOK = now
+		h.fails, h.lastOK = 0, now
 		return
 	}
-	if h.api == nil {
+	// Two failures in a row: one request cut short (a connection reset)
+	// is not an outage.
+	h.fails++
+	if h.api == nil && h.fails >= 2 {
 		h.api = &ClusterFault{Component: ComponentAPIServer, From: h.lastOK, Detail: "not answering /readyz: " + why}
 	}
 }

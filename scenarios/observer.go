@@ -17,9 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 )
@@ -165,42 +165,70 @@ func (o *Observer) run(ctx context.Context, cs kubernetes.Interface, dyn dynamic
 	if _, err := dyn.Resource(NMCResource).List(ctx, metav1.ListOptions{Limit: 1, LabelSelector: sel}); apierrors.IsNotFound(err) {
 		return fmt.Errorf("observer: the cluster does not serve %s (is its CRD installed? the subject, or a subject file's crds, installs it): %w", NMCResource.GroupResource(), err)
 	}
-	nf := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = sel }))
-	lf := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(corev1.NamespaceNodeLease))
-	pf := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(namespace))
-	df := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, "", func(lo *metav1.ListOptions) { lo.LabelSelector = sel })
-
-	nodeInf := nf.Core().V1().Nodes().Informer()
-	leaseInf := lf.Coordination().V1().Leases().Informer()
-	podInf := pf.Core().V1().Pods().Informer()
-	nmcInf := df.ForResource(NMCResource).Informer()
-	for _, h := range []struct {
+	withSel := func(o metav1.ListOptions) metav1.ListOptions { o.LabelSelector = sel; return o }
+	nodes := cs.CoreV1().Nodes()
+	leases := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease)
+	pods := cs.CoreV1().Pods(namespace)
+	nmcs := dyn.Resource(NMCResource)
+	informers := []struct {
 		what string
-		inf  cache.SharedIndexInformer
-		f    func(any)
-	}{{"Nodes", nodeInf, o.onNode}, {"Leases", leaseInf, o.onLease}, {"Pods", podInf, o.onPod}, {"NodeModulesConfigs", nmcInf, o.onNMC}} {
-		if err := o.watch(ctx, h.what, h.inf, h.f); err != nil {
+		obj  runtime.Object
+		lw   *cache.ListWatch
+		on   func(any)
+	}{
+		{"Nodes", &corev1.Node{}, o.listWatch("Nodes",
+			func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+				return nodes.List(ctx, withSel(lo))
+			},
+			func(ctx context.Context, lo metav1.ListOptions) (watch.Interface, error) {
+				return nodes.Watch(ctx, withSel(lo))
+			}), o.onNode},
+		{"Leases", &coordinationv1.Lease{}, o.listWatch("Leases",
+			func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) { return leases.List(ctx, lo) },
+			func(ctx context.Context, lo metav1.ListOptions) (watch.Interface, error) {
+				return leases.Watch(ctx, lo)
+			}), o.onLease},
+		{"Pods", &corev1.Pod{}, o.listWatch("Pods",
+			func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) { return pods.List(ctx, lo) },
+			func(ctx context.Context, lo metav1.ListOptions) (watch.Interface, error) { return pods.Watch(ctx, lo) }), o.onPod},
+		{"NodeModulesConfigs", &unstructured.Unstructured{}, o.listWatch("NodeModulesConfigs",
+			func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+				return nmcs.List(ctx, withSel(lo))
+			},
+			func(ctx context.Context, lo metav1.ListOptions) (watch.Interface, error) {
+				return nmcs.Watch(ctx, withSel(lo))
+			}), o.onNMC},
+	}
+	infCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	o.stopFns = append(o.stopFns, func() { stop(); wg.Wait() })
+	started := make([]cache.SharedIndexInformer, len(informers))
+	for n, i := range informers {
+		inf := cache.NewSharedIndexInformer(i.lw, i.obj, 0, cache.Indexers{})
+		on := i.on
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: on, UpdateFunc: func(_, n any) { on(n) }}); err != nil {
 			return fmt.Errorf("observer: %w", err)
 		}
+		if i.what == "Pods" {
+			if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: o.onPodDelete}); err != nil {
+				return fmt.Errorf("observer: %w", err)
+			}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			inf.RunWithContext(infCtx)
+		}()
+		started[n] = inf
 	}
-	if _, err := podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: o.onPodDelete}); err != nil {
-		return fmt.Errorf("observer: %w", err)
-	}
-	for _, f := range []interface{ Start(<-chan struct{}) }{nf, lf, pf, df} {
-		f.Start(ctx.Done())
-	}
-	o.stopFns = append(o.stopFns, nf.Shutdown, lf.Shutdown, pf.Shutdown, df.Shutdown)
 	syncCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	for _, inf := range []struct {
-		what string
-		inf  cache.SharedIndexInformer
-	}{{"Nodes", nodeInf}, {"Leases", leaseInf}, {"Pods", podInf}, {"NodeModulesConfigs (is the " + NMCResource.GroupResource().String() + " CRD installed?)", nmcInf}} {
-		if !cache.WaitForCacheSync(syncCtx.Done(), inf.inf.HasSynced) {
+	for n, inf := range started {
+		if !cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced) {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return fmt.Errorf("observer: cannot list and watch %s within a minute", inf.what)
+			return fmt.Errorf("observer: cannot list and watch %s within a minute", informers[n].what)
 		}
 	}
 	return nil

@@ -4,16 +4,22 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 )
 
-// WatchGap is a period in which one of the observer's watches was broken:
-// from its last event before a watch failure (a 410 Gone after
-// compaction, an API server restart) to the relist that followed. Events
-// in it may be lost: a short NotReady, a worker pod that came and went.
+// WatchGap is a period in which one of the observer's watches could not
+// be trusted to have seen everything: from when a watch broke off (a 410
+// Gone after etcd compaction, an API server restart) to the relist that
+// followed. The informer then coalesces what happened in between: a
+// short NotReady, a worker pod that came and went are lost.
 type WatchGap struct {
 	What string // Nodes, Leases, Pods, NodeModulesConfigs
 	From time.Time
@@ -22,87 +28,159 @@ type WatchGap struct {
 	Err string
 }
 
+// watchState is what the observer knows of one informer's list and
+// watches.
 type watchState struct {
-	lastEvent time.Time
+	mu        sync.Mutex
+	listed    bool      // the initial list is done
+	lastSeen  time.Time // last event, or the end of the last watch
+	lastError string    // why the last watch ended, if it said
 	open      *WatchGap
 }
 
-// watch registers f for inf's adds and updates, and records inf's watch
-// failures and relists as gaps, in the trace too.
-func (o *Observer) watch(ctx context.Context, what string, inf cache.SharedIndexInformer, f func(any)) error {
+// listWatch wraps lw so the observer sees every (re)list and every watch
+// event of the informer named what: a list after the first one is a
+// relist, and opens a gap from the last thing the watch delivered.
+func (o *Observer) listWatch(what string, list cache.ListWithContextFunc, watchFn cache.WatchFuncWithContext) *cache.ListWatch {
+	st := &watchState{lastSeen: o.start}
 	o.mu.Lock()
 	if o.watches == nil {
 		o.watches = map[string]*watchState{}
 	}
-	st := &watchState{lastEvent: o.start}
 	o.watches[what] = st
 	o.mu.Unlock()
-	seen := func(obj any) {
-		o.mu.Lock()
-		st.lastEvent = time.Now()
-		o.mu.Unlock()
-		f(obj)
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			o.listStarts(what, st)
+			obj, err := list(ctx, opts)
+			if err == nil {
+				o.listDone(what, st)
+			}
+			return obj, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			initial := opts.SendInitialEvents != nil && *opts.SendInitialEvents
+			if initial {
+				o.listStarts(what, st) // a streaming list
+			}
+			w, err := watchFn(ctx, opts)
+			if err != nil {
+				if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+					st.mu.Lock()
+					st.lastError = "watch expired (410 Gone): " + err.Error()
+					st.mu.Unlock()
+				}
+				return nil, err
+			}
+			return o.trackWatch(what, st, w, initial), nil
+		},
 	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: seen, UpdateFunc: func(_, n any) { seen(n) }}); err != nil {
-		return err
-	}
-	return inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
-		o.onWatchError(ctx, what, inf, err)
-	})
 }
 
-// onWatchError opens a gap for what's watch (once until it relists) and
-// closes it when the informer has synced again.
-func (o *Observer) onWatchError(ctx context.Context, what string, inf cache.SharedIndexInformer, err error) {
-	now := time.Now()
-	why := err.Error()
-	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) || strings.Contains(why, "too old resource version") {
-		why = "watch expired (410 Gone): " + why
-	}
-	o.mu.Lock()
-	st := o.watches[what]
-	if st.open != nil {
-		o.mu.Unlock()
+// listStarts opens a gap when this is a relist.
+func (o *Observer) listStarts(what string, st *watchState) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.listed || st.open != nil {
 		return
 	}
-	st.open = &WatchGap{What: what, From: st.lastEvent, Err: why}
-	o.record(TraceEvent{Kind: TraceWatch, Detail: fmt.Sprintf("%s watch failed (%s); events since %.1fs may be lost until it relists",
-		what, why, st.lastEvent.Sub(o.start).Seconds())}, now)
+	why := st.lastError
+	if why == "" {
+		why = "the watch ended and could not resume"
+	}
+	st.open = &WatchGap{What: what, From: st.lastSeen, Err: why}
+	o.recordAt(TraceEvent{Kind: TraceWatch, Detail: fmt.Sprintf("%s relisting (%s): events since %.1fs may be lost", what, why, st.lastSeen.Sub(o.start).Seconds())}, time.Now())
+}
+
+// listDone closes the gap of a relist, or marks the initial list done.
+func (o *Observer) listDone(what string, st *watchState) {
+	now := time.Now()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.listed, st.lastSeen, st.lastError = true, now, ""
+	if st.open == nil {
+		return
+	}
+	g := *st.open
+	g.To = now
+	st.open = nil
+	o.mu.Lock()
+	o.gaps = append(o.gaps, g)
 	o.mu.Unlock()
-	rv := inf.LastSyncResourceVersion()
+	o.recordAt(TraceEvent{Kind: TraceWatch, Detail: what + " relisted"}, now)
+}
+
+// trackWatch passes w's events on, noting each one's time, a 410 in the
+// stream, the end of a streaming list, and when the watch ends.
+func (o *Observer) trackWatch(what string, st *watchState, w watch.Interface, initial bool) watch.Interface {
+	out := make(chan watch.Event)
+	pw := &passWatch{Interface: w, out: out, stop: make(chan struct{})}
 	go func() {
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for {
+		defer close(out)
+		defer func() {
+			st.mu.Lock()
+			st.lastSeen = time.Now() // nothing is missed before the watch ends
+			st.mu.Unlock()
+		}()
+		for ev := range w.ResultChan() {
+			now := time.Now()
+			switch ev.Type {
+			case watch.Error:
+				if err := apierrors.FromObject(ev.Object); apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+					st.mu.Lock()
+					st.lastError = "watch expired (410 Gone): " + err.Error()
+					st.mu.Unlock()
+				}
+			case watch.Bookmark:
+				if initial {
+					if m, err := meta.Accessor(ev.Object); err == nil && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+						o.listDone(what, st)
+					}
+				}
+			}
+			st.mu.Lock()
+			st.lastSeen = now
+			st.mu.Unlock()
 			select {
-			case <-ctx.Done():
+			case out <- ev:
+			case <-pw.stop:
 				return
-			case <-tick.C:
 			}
-			if inf.LastSyncResourceVersion() == rv {
-				continue
-			}
-			o.mu.Lock()
-			g := *st.open
-			g.To = time.Now()
-			o.gaps = append(o.gaps, g)
-			st.open = nil
-			o.record(TraceEvent{Kind: TraceWatch, Detail: what + " watch relisted"}, g.To)
-			o.mu.Unlock()
-			return
 		}
 	}()
+	return pw
+}
+
+// passWatch is a watch whose events come through the observer.
+type passWatch struct {
+	watch.Interface
+	out      chan watch.Event
+	stop     chan struct{}
+	stopOnce sync.Once
+}
+
+func (p *passWatch) ResultChan() <-chan watch.Event { return p.out }
+
+func (p *passWatch) Stop() {
+	p.stopOnce.Do(func() { close(p.stop) })
+	p.Interface.Stop()
 }
 
 // Gaps returns the watch gaps that overlap [from, to], open ones included.
 func (o *Observer) Gaps(from, to time.Time) []WatchGap {
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	all := append([]WatchGap(nil), o.gaps...)
+	states := make([]*watchState, 0, len(o.watches))
 	for _, st := range o.watches {
+		states = append(states, st)
+	}
+	o.mu.Unlock()
+	for _, st := range states {
+		st.mu.Lock()
 		if st.open != nil {
 			all = append(all, *st.open)
 		}
+		st.mu.Unlock()
 	}
 	var out []WatchGap
 	for _, g := range all {
@@ -119,8 +197,7 @@ func (c *caseRun) checkObservation(until time.Time) error {
 	if c.obs == nil || c.baseAt.IsZero() {
 		return nil
 	}
-	from := c.firstDisruption()
-	gaps := c.obs.Gaps(from, until)
+	gaps := c.obs.Gaps(c.firstDisruption(), until)
 	if len(gaps) == 0 {
 		return nil
 	}

@@ -133,6 +133,11 @@ type Config struct {
 	// own is started again (default DefaultMaxRestarts); past it, or with
 	// a negative value at the first exit, the plane is dead (Died).
 	MaxRestarts int
+	// ExtraArgs are added to a process's flags, by process name (etcd,
+	// kube-apiserver, kube-controller-manager); a later flag wins. For
+	// tests that need another behaviour, e.g. kube-apiserver's
+	// --watch-cache=false.
+	ExtraArgs map[string][]string
 }
 
 // ConfigError is a configuration value that was not accepted. Flag is the
@@ -195,6 +200,12 @@ func (c Config) Validate() error {
 	}
 	if c.StopTimeout <= 0 {
 		return &ConfigError{Field: "StopTimeout", Flag: "--stop-timeout", Value: c.StopTimeout.String(), Accepted: "a positive duration"}
+	}
+	for name := range c.ExtraArgs {
+		if name != BinEtcd && name != BinKubeAPIServer && name != BinKubeControllerManager {
+			return &ConfigError{Field: "ExtraArgs", Flag: "ExtraArgs", Value: name,
+				Accepted: strings.Join([]string{BinEtcd, BinKubeAPIServer, BinKubeControllerManager}, ", ")}
+		}
 	}
 	if c.BinDir != "" {
 		st, err := os.Stat(c.BinDir)

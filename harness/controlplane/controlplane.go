@@ -62,6 +62,8 @@ type ControlPlane struct {
 	nodes map[string]*Credentials
 	// unregister removes the forced-exit cleanup (shutdown.Register).
 	unregister func()
+	etcdURL    string
+	etcdClient *http.Client
 	// restartMu orders restarts (supervise) before Stop.
 	restartMu sync.Mutex
 	outages   []Outage
@@ -185,6 +187,7 @@ func start(ctx context.Context, cfg Config, bins Binaries) (_ *ControlPlane, ret
 	if err != nil {
 		return nil, err
 	}
+	cp.etcdURL, cp.etcdClient = etcdURL, etcdClient
 	if _, err := cp.spawnReady(deadline, procSpec{name: BinEtcd, bin: bins.Etcd, args: etcdArgs, client: etcdClient, health: etcdURL + "/health"}); err != nil {
 		return nil, err
 	}
@@ -287,7 +290,8 @@ func start(ctx context.Context, cfg Config, bins Binaries) (_ *ControlPlane, ret
 // spawnReady starts the process spec describes and waits until it
 // answers its health check; it replaces a process of the same name.
 func (cp *ControlPlane) spawnReady(ctx context.Context, spec procSpec) (*process, error) {
-	p, err := startProcess(spec.name, spec.bin, spec.args, cp.dir, filepath.Join(cp.dir, "logs"))
+	args := append(slices.Clone(spec.args), cp.cfg.ExtraArgs[spec.name]...)
+	p, err := startProcess(spec.name, spec.bin, args, cp.dir, filepath.Join(cp.dir, "logs"))
 	if err != nil {
 		return nil, err
 	}
@@ -430,9 +434,13 @@ func (cp *ControlPlane) Err() error {
 // more than once.
 func (cp *ControlPlane) Stop() {
 	cp.stopOnce.Do(func() {
-		if cp.unregister != nil {
-			cp.unregister()
-		}
+		// The forced-exit cleanup stays registered until everything is
+		// gone: a second SIGINT during Stop still removes the directory.
+		defer func() {
+			if cp.unregister != nil {
+				cp.unregister()
+			}
+		}()
 		// No restart begins after this; one under way has finished.
 		cp.restartMu.Lock()
 		close(cp.stopping)

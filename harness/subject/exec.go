@@ -101,13 +101,14 @@ func (x *Exec) Setup(ctx context.Context) error {
 // Teardown stops the process and removes the kubeconfig.
 func (x *Exec) Teardown() error {
 	x.stop()
+	var err error
+	if x.tmpDir != "" {
+		err = os.RemoveAll(x.tmpDir)
+	}
 	if x.unregister != nil {
 		x.unregister()
 	}
-	if x.tmpDir != "" {
-		return os.RemoveAll(x.tmpDir)
-	}
-	return nil
+	return err
 }
 
 // kill is the forced-exit cleanup: SIGKILL to the process group, the
