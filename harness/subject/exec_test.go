@@ -204,3 +204,18 @@ func atoi(s string) int {
 	}
 	return n
 }
+
+// A reconciler panic that controller-runtime recovers still makes the
+// in-process instance report a fault.
+func TestInProcessPanicIsReported(t *testing.T) {
+	in := &instance{}
+	sink := panicSink{in: in}
+	sink.Error(fmt.Errorf("some error"), "Reconciler error")
+	if in.Err() != nil {
+		t.Fatalf("an ordinary error is a fault: %v", in.Err())
+	}
+	sink.WithValues("controller", "nmc").Error(fmt.Errorf("panic: runtime error: index out of range [recovered]"), "Reconciler error")
+	if err := in.Err(); err == nil || !strings.Contains(err.Error(), "its reconciler panicked: panic: runtime error") {
+		t.Errorf("Err = %v", err)
+	}
+}
