@@ -568,36 +568,23 @@ var knownTimings = []string{"fast", "kubelet-defaults"}
 // keyAtLine returns the path of the mapping key whose value starts at
 // line (and column, when not 0).
 func keyAtLine(n *yaml.Node, line, column int, prefix string) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			path := k.Value
-			if prefix != "" {
-				path = prefix + "." + k.Value
-			}
-			if p := keyAtLine(v, line, column, path); p != "" {
-				return p
-			}
-			if column > 0 && (v.Line != line || v.Column != column) {
-				continue
-			}
-			if v.Line == line && (v.Kind == yaml.ScalarNode || k.Line == line) {
-				return path
-			}
+	return findPath(n, prefix, true, func(k, v *yaml.Node) bool {
+		if column > 0 && (v.Line != line || v.Column != column) {
+			return false
 		}
-	case yaml.SequenceNode:
-		for i, c := range n.Content {
-			if p := keyAtLine(c, line, column, fmt.Sprintf("%s[%d]", prefix, i)); p != "" {
-				return p
-			}
-		}
-	}
-	return ""
+		return v.Line == line && (v.Kind == yaml.ScalarNode || k.Line == line)
+	})
 }
 
 // keyPath returns the path of the mapping key named key at line.
 func keyPath(n *yaml.Node, line int, key, prefix string) string {
+	return findPath(n, prefix, false, func(k, _ *yaml.Node) bool { return k.Line == line && k.Value == key })
+}
+
+// findPath walks n depth-first and returns the path (a.b[0].c) of the
+// first mapping entry match accepts; with childFirst an entry's value is
+// searched before the entry itself is tried.
+func findPath(n *yaml.Node, prefix string, childFirst bool, match func(k, v *yaml.Node) bool) string {
 	switch n.Kind {
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -606,16 +593,19 @@ func keyPath(n *yaml.Node, line int, key, prefix string) string {
 			if prefix != "" {
 				path = prefix + "." + k.Value
 			}
-			if k.Line == line && k.Value == key {
+			if !childFirst && match(k, v) {
 				return path
 			}
-			if p := keyPath(v, line, key, path); p != "" {
+			if p := findPath(v, path, childFirst, match); p != "" {
 				return p
+			}
+			if childFirst && match(k, v) {
+				return path
 			}
 		}
 	case yaml.SequenceNode:
 		for i, c := range n.Content {
-			if p := keyPath(c, line, key, fmt.Sprintf("%s[%d]", prefix, i)); p != "" {
+			if p := findPath(c, fmt.Sprintf("%s[%d]", prefix, i), childFirst, match); p != "" {
 				return p
 			}
 		}

@@ -347,7 +347,7 @@ func (cp *ControlPlane) waitHTTP(ctx context.Context, p *process, client *http.C
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%s not ready at %s within %s (last answer: %s); last lines of %s:\n%s",
-				p.name, url, cp.cfg.StartTimeout, last, p.logPath, tailFile(p.logPath, tailLines))
+				p.name, url, cp.cfg.StartTimeout, last, p.logPath, TailFile(p.logPath, tailLines))
 		case <-p.done:
 		case <-time.After(100 * time.Millisecond):
 		}

@@ -103,7 +103,7 @@ func (p *process) exitError() error {
 	if werr != nil {
 		status = werr.Error()
 	}
-	return &ExitError{Process: p.name, Status: status, LogPath: p.logPath, Tail: tailFile(p.logPath, tailLines)}
+	return &ExitError{Process: p.name, Status: status, LogPath: p.logPath, Tail: TailFile(p.logPath, tailLines)}
 }
 
 // stop sends SIGTERM to the process group, then SIGKILL after timeout, and
@@ -148,8 +148,9 @@ func (e *ExitError) Is(target error) bool {
 	return target == errPortInUse && strings.Contains(e.Tail, "address already in use")
 }
 
-// tailFile returns the last n lines of a file.
-func tailFile(path string, n int) string {
+// TailFile returns the last n lines of a file, indented, for error
+// messages that quote a process's log.
+func TailFile(path string, n int) string {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Sprintf("(cannot read log: %v)", err)

@@ -1,7 +1,6 @@
 package subject
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/bootproof/bootproof/harness/cluster"
+	"github.com/bootproof/bootproof/harness/controlplane"
 	"github.com/bootproof/bootproof/harness/shutdown"
 	"github.com/bootproof/bootproof/scenarios"
 )
@@ -219,7 +219,7 @@ func (x *Exec) exitErr(p *execProc) error {
 	if werr != nil {
 		status = werr.Error()
 	}
-	return fmt.Errorf("%s; last lines of %s:\n%s", status, x.LogPath(), tail(x.LogPath(), tailLines))
+	return fmt.Errorf("%s; last lines of %s:\n%s", status, x.LogPath(), controlplane.TailFile(x.LogPath(), tailLines))
 }
 
 // stop sends SIGTERM to the process group, SIGKILL after the stop timeout,
@@ -255,7 +255,7 @@ func (x *Exec) crashedSince(t time.Time) error {
 	defer x.mu.Unlock()
 	for _, c := range x.crashes {
 		if !c.at.Before(t) {
-			return fmt.Errorf("its process %s at %s; last lines of %s:\n%s", c.err, c.at.Format("15:04:05"), x.LogPath(), tail(x.LogPath(), tailLines))
+			return fmt.Errorf("its process %s at %s; last lines of %s:\n%s", c.err, c.at.Format("15:04:05"), x.LogPath(), controlplane.TailFile(x.LogPath(), tailLines))
 		}
 	}
 	return nil
@@ -298,16 +298,3 @@ func (in *execInstance) Resume(context.Context) error { return in.x.start() }
 
 // Err implements scenarios.HealthReporter.
 func (in *execInstance) Err() error { return in.x.crashedSince(in.since) }
-
-// tail returns the last n lines of a file, indented.
-func tail(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Sprintf("  (cannot read log: %v)", err)
-	}
-	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return "  " + string(bytes.Join(lines, []byte("\n  ")))
-}
