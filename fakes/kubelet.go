@@ -128,6 +128,14 @@ type Kubelet struct {
 	cfg Config
 	log logr.Logger
 
+	// life serializes starting and stopping the kubelet process, so a
+	// reboot that arrives while the process is starting waits for it.
+	life sync.Mutex
+	// gen counts reboots and restarts; the one that started last owns
+	// the next start (an older one that ends its downtime later does
+	// not start a second process).
+	gen uint64
+
 	mu         sync.Mutex
 	run        *lifetime       // the current kubelet process; nil while down
 	base       context.Context // Start's context: every lifetime derives from it
@@ -232,11 +240,16 @@ func (k *Kubelet) Start(ctx context.Context) error {
 	}
 	unsubscribe := pods.Subscribe(k.cfg.NodeName, k.onPod)
 	defer unsubscribe()
-	if err := k.startLifetime(ctx, Startup{}); err != nil {
+	k.life.Lock()
+	err := k.startLifetime(ctx, Startup{})
+	k.life.Unlock()
+	if err != nil {
 		return err
 	}
 	<-ctx.Done()
+	k.life.Lock()
 	k.stopLifetime()
+	k.life.Unlock()
 	return nil
 }
 
@@ -272,7 +285,8 @@ func nudge(ch chan struct{}) {
 // heartbeat and status, then the loops. The process runs until it is
 // stopped or Start's context ends, not when caller's context ends (a
 // reboot or restart requested by a short-lived request must not take
-// the new process down with it); caller only bounds the start.
+// the new process down with it); caller only bounds the start. The
+// caller holds k.life.
 func (k *Kubelet) startLifetime(caller context.Context, st Startup) error {
 	k.mu.Lock()
 	parent := k.base
@@ -328,6 +342,7 @@ func (k *Kubelet) startLifetime(caller context.Context, st Startup) error {
 }
 
 // stopLifetime stops the kubelet process and waits for its goroutines.
+// The caller holds k.life.
 func (k *Kubelet) stopLifetime() {
 	k.mu.Lock()
 	lt := k.run
@@ -346,7 +361,11 @@ func (k *Kubelet) stopLifetime() {
 // Reboot stops heartbeats at once (after one last renewal if asked),
 // kills the containers, halts the kernel, waits Downtime, boots the kernel
 // (a new boot ID) and starts the kubelet again. It returns when the
-// kubelet has posted its first status in the new boot.
+// kubelet has posted its first status in the new boot. Like a real
+// machine, the node can be rebooted whatever its kubelet is doing: a
+// kubelet that is starting finishes first, one that is down (a kubelet
+// restart in progress) stays down until the new boot. A later reboot or
+// restart supersedes this one: it then returns without booting.
 func (k *Kubelet) Reboot(ctx context.Context, spec RebootSpec) error {
 	rb, ok := k.cfg.Kernel.(Rebooter)
 	if !ok {
@@ -355,29 +374,41 @@ func (k *Kubelet) Reboot(ctx context.Context, spec RebootSpec) error {
 	if spec.Downtime < 0 {
 		return fmt.Errorf("reboot node %s: negative downtime %s", k.cfg.NodeName, spec.Downtime)
 	}
+	k.life.Lock()
 	k.mu.Lock()
-	lt := k.run
+	lt, started := k.run, k.base != nil
+	k.gen++
+	mine := k.gen
 	k.mu.Unlock()
-	if lt == nil {
-		return fmt.Errorf("reboot node %s: kubelet is not running", k.cfg.NodeName)
+	if !started {
+		k.life.Unlock()
+		return fmt.Errorf("reboot node %s: the kubelet was never started", k.cfg.NodeName)
 	}
 	oldBoot := k.cfg.Kernel.BootID()
-	if spec.AfterRenewal {
+	if spec.AfterRenewal && lt != nil {
 		// A real renewal (renewTime moves): a Lease write that does not
 		// renew makes kube-controller-manager 1.37's lease circuit
 		// breaker stop judging the node, and a slow reboot would then
 		// never show NotReady.
 		if err := k.renewLease(lt.ctx, true); err != nil {
+			k.life.Unlock()
 			return fmt.Errorf("reboot node %s: last renewal: %w", k.cfg.NodeName, err)
 		}
 	}
 	k.stopLifetime()
 	rb.Halt()
+	k.life.Unlock()
 	k.log.V(1).Info("node down for reboot", "oldBootID", oldBoot, "downtime", spec.Downtime)
 	select {
 	case <-ctx.Done():
 		return fmt.Errorf("reboot node %s (boot %s): %w", k.cfg.NodeName, oldBoot, ctx.Err())
 	case <-k.cfg.Clock.After(spec.Downtime):
+	}
+	k.life.Lock()
+	defer k.life.Unlock()
+	if k.superseded(mine) {
+		k.log.V(1).Info("reboot superseded by a later one", "oldBootID", oldBoot)
+		return nil
 	}
 	boot, err := rb.Boot(spec.KernelVersion)
 	if err != nil {
@@ -389,21 +420,42 @@ func (k *Kubelet) Reboot(ctx context.Context, spec RebootSpec) error {
 
 // RestartKubelet stops the kubelet process for downtime and starts it
 // again in the same boot: a heartbeat gap, same boot ID, modules and
-// containers kept.
+// containers kept. A reboot during the downtime supersedes the restart.
 func (k *Kubelet) RestartKubelet(ctx context.Context, downtime time.Duration) error {
+	k.life.Lock()
 	k.mu.Lock()
 	running := k.run != nil
+	if running {
+		k.gen++
+	}
+	mine := k.gen
 	k.mu.Unlock()
 	if !running {
+		k.life.Unlock()
 		return fmt.Errorf("restart kubelet on node %s: kubelet is not running", k.cfg.NodeName)
 	}
 	k.stopLifetime()
+	k.life.Unlock()
 	select {
 	case <-ctx.Done():
 		return fmt.Errorf("restart kubelet on node %s: %w", k.cfg.NodeName, ctx.Err())
 	case <-k.cfg.Clock.After(downtime):
 	}
+	k.life.Lock()
+	defer k.life.Unlock()
+	if k.superseded(mine) {
+		k.log.V(1).Info("kubelet restart superseded by a reboot")
+		return nil
+	}
 	return k.startLifetime(ctx, Startup{})
+}
+
+// superseded reports whether a reboot or restart started after the one
+// numbered gen.
+func (k *Kubelet) superseded(gen uint64) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.gen != gen
 }
 
 // Pause cuts the node off the API without a reboot (a network blip):

@@ -330,6 +330,42 @@ func TestRestartKubeletAndNetworkBlipKeepBoot(t *testing.T) {
 	}
 }
 
+// TestRebootWhileKubeletDown reboots a node whose kubelet is down for a
+// restart: like a real machine the node reboots, the reboot supersedes
+// the restart, and exactly one kubelet process runs in the new boot.
+func TestRebootWhileKubeletDown(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	kl, kern := e.startKubelet(ctx, "n1")
+	boot := kern.BootID()
+	restarted := make(chan error, 1)
+	go func() { restarted <- kl.RestartKubelet(ctx, 4*time.Second) }()
+	time.Sleep(500 * time.Millisecond)
+	if err := kl.Reboot(ctx, fakes.RebootSpec{Downtime: time.Second}); err != nil {
+		t.Fatalf("reboot while the kubelet is down: %v", err)
+	}
+	if err := <-restarted; err != nil {
+		t.Fatalf("superseded kubelet restart: %v", err)
+	}
+	if kern.BootID() == boot || kern.BootID() == "" {
+		t.Errorf("boot ID after the reboot = %q, want a new one (was %s)", kern.BootID(), boot)
+	}
+	if got := kl.Stats().Boots; got != 2 {
+		t.Errorf("kubelet starts = %d, want 2 (first boot and the reboot; the superseded restart starts none)", got)
+	}
+	eventually(t, 30*time.Second, "node n1 reports the new boot", func() error {
+		n, err := e.admin.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if n.Status.NodeInfo.BootID != kern.BootID() {
+			return fmt.Errorf("node boot ID %s, kernel %s", n.Status.NodeInfo.BootID, kern.BootID())
+		}
+		return nil
+	})
+}
+
 func names(mods []fakes.LoadedModule) []string {
 	var out []string
 	for _, m := range mods {
