@@ -38,9 +38,11 @@ controlplane: ## Build bin/etcd, bin/kube-apiserver, bin/kube-controller-manager
 	@BIN_DIR=$(BIN_DIR) tools/controlplane/build.sh
 
 .PHONY: test
-test: controlplane tools ## Run every test and the catalog suite on the embedded cluster (JUnit: reports/junit-embedded.xml).
-	BOOTPROOF_REQUIRE_CONTROLPLANE=1 BOOTPROOF_REQUIRE_TOOLS=1 $(GO) test -p 1 -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /harness/suites/)
+test: controlplane tools gotestsum ## Every test (JUnit: reports/junit-unit.xml), the race detector on the packages that need no control plane, and the catalog suite on the embedded cluster (JUnit: reports/junit-embedded.xml).
 	@mkdir -p $(REPORTS_DIR)
+	BOOTPROOF_REQUIRE_CONTROLPLANE=1 BOOTPROOF_REQUIRE_TOOLS=1 $(BIN_DIR)/gotestsum --format testname --junitfile $(REPORTS_DIR)/junit-unit.xml -- \
+	  -p 1 -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /harness/suites/)
+	BOOTPROOF_REQUIRE_TOOLS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $$(hack/race-packages.sh)
 	BOOTPROOF_REQUIRE_CONTROLPLANE=1 BOOTPROOF_SUITE_REPORT_DIR=$(REPORTS_DIR)/embedded $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./harness/suites/fake/ \
 	  -ginkgo.junit-report=$(REPORTS_DIR)/junit-embedded.xml -ginkgo.label-filter='$(LABELS)'
 	@echo "catalog report: $(REPORTS_DIR)/embedded/index.html"
@@ -66,6 +68,10 @@ soak: controlplane build ## Run the catalog RUNS times (default 5) on the embedd
 tools: ## Check the host tools the tests need (xmllint validates JUnit output).
 	@command -v xmllint >/dev/null || { echo "xmllint is missing: install Debian/Ubuntu package libxml2-utils (.ci/run does)" >&2; exit 2; }
 
+.PHONY: gotestsum
+gotestsum: ## Build bin/gotestsum (JUnit for plain go test packages) from the pin in tools/gotestsum.
+	@BIN_DIR=$(BIN_DIR) tools/build.sh gotestsum gotestsum gotest.tools/gotestsum
+
 .PHONY: lint
 lint: ## gofmt and go vet.
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*'))"; \
@@ -73,9 +79,11 @@ lint: ## gofmt and go vet.
 	$(GO) vet ./...
 
 .PHONY: verify
-verify: lint ## lint, plus checks that generated files are current and the workflows pass actionlint.
+verify: lint ## lint, golangci-lint (.golangci.yaml: linters, function length, dependency directions), generated files current, workflows pass actionlint.
+	@BIN_DIR=$(BIN_DIR) tools/build.sh golangci golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+	$(BIN_DIR)/golangci-lint run ./...
 	@BIN_DIR=$(BIN_DIR) hack/generate.sh --verify
-	@BIN_DIR=$(BIN_DIR) tools/actionlint/build.sh
+	@BIN_DIR=$(BIN_DIR) tools/build.sh actionlint actionlint github.com/rhysd/actionlint/cmd/actionlint
 	$(BIN_DIR)/actionlint .github/workflows/*.yaml
 
 .PHONY: generate
@@ -105,13 +113,12 @@ deps-libvirt: ## Install QEMU, libvirt and kmod (Debian/Ubuntu, as root); start 
 	hack/deps-libvirt.sh
 
 .PHONY: e2e-libvirt
-e2e-libvirt: controlplane ## Real VMs: every reboot mode over libvirt, then the catalog (LIBVIRT_LABEL=vm-smoke: a subset) with bootid and legacy on VM nodes.
+e2e-libvirt: controlplane gotestsum ## Real VMs: every reboot mode over libvirt, then the catalog (LIBVIRT_LABEL=vm-smoke: a subset) with bootid and legacy on VM nodes.
 	@hack/preflight-libvirt.sh
 	@$(MAKE) --no-print-directory build-libvirt
 	@mkdir -p $(REPORTS_DIR)/libvirt
-	set -o pipefail; BOOTPROOF_VM_TEST=1 BOOTPROOF_REQUIRE_CONTROLPLANE=1 $(GO) test -json -count=1 -tags libvirt -timeout 45m \
-	  -run 'TestVMBootRebootQEMU|TestLibvirtRebootModes' ./vmprovision/ 2>&1 \
-	  | $(GO) run ./hack/gotest2junit > $(REPORTS_DIR)/junit-libvirt-modes.xml
+	BOOTPROOF_VM_TEST=1 BOOTPROOF_REQUIRE_CONTROLPLANE=1 $(BIN_DIR)/gotestsum --format testname --junitfile $(REPORTS_DIR)/junit-libvirt-modes.xml -- \
+	  -count=1 -tags libvirt -timeout 45m -run 'TestVMBootRebootQEMU|TestLibvirtRebootModes' ./vmprovision/
 	$(BIN_DIR)/bootproof run --cluster embedded --nodes libvirt --subject bootid --subject legacy --parallel $(LIBVIRT_PARALLEL) \
 	  $(if $(LIBVIRT_LABEL),--label $(LIBVIRT_LABEL)) --report-dir $(REPORTS_DIR)/libvirt; rc=$$?; \
 	  if [ -f $(REPORTS_DIR)/libvirt/junit.xml ]; then cp $(REPORTS_DIR)/libvirt/junit.xml $(REPORTS_DIR)/junit-libvirt.xml; fi; exit $$rc

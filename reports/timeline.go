@@ -66,7 +66,7 @@ var bootColors = []string{"#8dd3c7", "#bebada", "#fb8072", "#80b1d3", "#fdb462",
 
 // BuildTimeline lays out the trace of c.
 func BuildTimeline(c scenarios.CaseResult) Timeline {
-	var end int64 = c.DurationMS
+	end := c.DurationMS
 	for _, e := range c.Trace {
 		end = max(end, e.TMS)
 	}

@@ -104,7 +104,6 @@ type Observer struct {
 	// statusBoot: some status entry carried a bootId.
 	statusBoot bool
 	stopFns    []func()
-	informed   sync.WaitGroup
 }
 
 func newObserver(start time.Time, nodeNames []string, readTruth TruthReader) *Observer {
@@ -286,7 +285,7 @@ func (o *Observer) onLease(obj any) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	s := o.state[l.Name]
-	if l.Spec.RenewTime != nil && l.Spec.RenewTime.Time.After(s.renewTime) {
+	if l.Spec.RenewTime != nil && l.Spec.RenewTime.After(s.renewTime) {
 		s.renewTime = l.Spec.RenewTime.Time
 		s.renewSeen = append(s.renewSeen, now)
 		o.record(TraceEvent{Kind: TraceHeartbeat, Node: l.Name}, now)

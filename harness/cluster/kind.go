@@ -172,7 +172,9 @@ func StartKind(ctx context.Context, cfg KindConfig) (_ *Kind, retErr error) {
 	k := &Kind{cfg: cfg, provider: provider, kubeconfig: f.Name()}
 	defer func() {
 		if retErr != nil {
-			k.Stop(true)
+			if err := k.Stop(true); err != nil {
+				retErr = errors.Join(retErr, fmt.Errorf("clean up after a failed start: %w", err))
+			}
 		}
 	}()
 	existing, err := provider.List()

@@ -57,7 +57,11 @@ func TestDeploymentPauseResumeAndCrash(t *testing.T) {
 	if err := d.Setup(ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer d.Teardown()
+	defer func() {
+		if err := d.Teardown(); err != nil {
+			t.Errorf("teardown: %v", err)
+		}
+	}()
 	inst, err := d.Start(ctx, scenarios.SubjectRequest{})
 	if err != nil {
 		t.Fatal(err)
