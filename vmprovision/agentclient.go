@@ -8,40 +8,35 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/bootproof/bootproof/vmprovision/agentapi"
 )
 
-// AgentState is the guest agent's GET /state answer.
-type AgentState struct {
-	BootID        string   `json:"bootID"`
-	KernelVersion string   `json:"kernelVersion"`
-	Modules       []string `json:"modules"`
-}
-
 // State asks the node's agent for its boot ID and module table.
-func (ns *NodeSet) State(ctx context.Context, node string) (AgentState, error) {
+func (ns *NodeSet) State(ctx context.Context, node string) (agentapi.State, error) {
 	n, err := ns.node(node)
 	if err != nil {
-		return AgentState{}, err
+		return agentapi.State{}, err
 	}
 	return ns.state(ctx, n)
 }
 
-func (ns *NodeSet) state(ctx context.Context, n *vmNode) (AgentState, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.ctlURL+"/state", nil)
+func (ns *NodeSet) state(ctx context.Context, n *vmNode) (agentapi.State, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.ctlURL+agentapi.PathState, nil)
 	if err != nil {
-		return AgentState{}, err
+		return agentapi.State{}, err
 	}
 	resp, err := ns.client.Do(req)
 	if err != nil {
-		return AgentState{}, fmt.Errorf("node %s: agent state: %w", n.name, err)
+		return agentapi.State{}, fmt.Errorf("node %s: agent state: %w", n.name, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return AgentState{}, fmt.Errorf("node %s: agent state: %s", n.name, resp.Status)
+		return agentapi.State{}, fmt.Errorf("node %s: agent state: %s", n.name, resp.Status)
 	}
-	var s AgentState
+	var s agentapi.State
 	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
-		return AgentState{}, fmt.Errorf("node %s: agent state: %w", n.name, err)
+		return agentapi.State{}, fmt.Errorf("node %s: agent state: %w", n.name, err)
 	}
 	return s, nil
 }
@@ -77,7 +72,7 @@ func (ns *NodeSet) LoadModule(ctx context.Context, node, module string) error {
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, n.ctlURL+"/modules/"+module, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, n.ctlURL+agentapi.ModulePath(module), nil)
 	if err != nil {
 		return err
 	}

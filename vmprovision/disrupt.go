@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/bootproof/bootproof/vmprovision/agentapi"
 )
 
 // PauseNode implements scenarios.NodePauser: the domain is paused for d
@@ -91,7 +93,7 @@ func (ns *NodeSet) RestartKubelet(ctx context.Context, node string, downtime tim
 	if err != nil {
 		return fmt.Errorf("restart kubelet on node %s: %w", node, err)
 	}
-	if err := ns.postLong(ctx, n, "/restart-kubelet?downtime="+downtime.String(), downtime+time.Minute); err != nil {
+	if err := ns.postLong(ctx, n, agentapi.RestartKubeletPath(downtime), downtime+time.Minute); err != nil {
 		return fmt.Errorf("restart kubelet on node %s: %w", node, err)
 	}
 	st, err := ns.state(ctx, n)

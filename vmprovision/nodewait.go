@@ -8,14 +8,16 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/bootproof/bootproof/vmprovision/agentapi"
 )
 
 // waitBoot waits until the agent answers with a boot ID other than
 // notBoot and, with an admin client, the Node reports it.
-func (ns *NodeSet) waitBoot(ctx context.Context, n *vmNode, notBoot string) (AgentState, time.Time, error) {
+func (ns *NodeSet) waitBoot(ctx context.Context, n *vmNode, notBoot string) (agentapi.State, time.Time, error) {
 	ctx, cancel := context.WithTimeout(ctx, ns.b.BootTimeout)
 	defer cancel()
-	var st AgentState
+	var st agentapi.State
 	var err error
 	for {
 		// A short timeout per poll: while the guest boots, QEMU accepts the
@@ -28,7 +30,7 @@ func (ns *NodeSet) waitBoot(ctx context.Context, n *vmNode, notBoot string) (Age
 		}
 		select {
 		case <-ctx.Done():
-			return AgentState{}, time.Time{}, fmt.Errorf("node %s: no new boot after %q (serial log %s): %w", n.name, notBoot, n.serial, errors.Join(ctx.Err(), err))
+			return agentapi.State{}, time.Time{}, fmt.Errorf("node %s: no new boot after %q (serial log %s): %w", n.name, notBoot, n.serial, errors.Join(ctx.Err(), err))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -43,7 +45,7 @@ func (ns *NodeSet) waitBoot(ctx context.Context, n *vmNode, notBoot string) (Age
 		}
 		select {
 		case <-ctx.Done():
-			return AgentState{}, time.Time{}, fmt.Errorf("node %s: Node does not report boot %s: %w", n.name, st.BootID, errors.Join(ctx.Err(), err))
+			return agentapi.State{}, time.Time{}, fmt.Errorf("node %s: Node does not report boot %s: %w", n.name, st.BootID, errors.Join(ctx.Err(), err))
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/vmprovision/agentapi"
 )
 
 // Reboot modes of a VM node.
@@ -105,7 +106,7 @@ func (ns *NodeSet) Reboot(ctx context.Context, node string, r scenarios.RebootRe
 			err = hold(ctx, n.dom, extra)
 		}
 	case RebootGuest, RebootPanic:
-		path := map[string]string{RebootGuest: "/reboot", RebootPanic: "/panic"}[mode]
+		path := map[string]string{RebootGuest: agentapi.PathReboot, RebootPanic: agentapi.PathPanic}[mode]
 		if err = ns.post(ctx, n, path); err == nil {
 			err = hold(ctx, n.dom, extra)
 		}
