@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/bootproof/bootproof/vmprovision/agentapi"
 )
@@ -19,36 +21,28 @@ func (ns *NodeSet) waitBoot(ctx context.Context, n *vmNode, notBoot string) (age
 	defer cancel()
 	var st agentapi.State
 	var err error
-	for {
+	if werr := poll(ctx, 100*time.Millisecond, func(ctx context.Context) (bool, error) {
 		// A short timeout per poll: while the guest boots, QEMU accepts the
 		// forwarded connection but nothing answers.
 		pctx, pcancel := context.WithTimeout(ctx, time.Second)
+		defer pcancel()
 		st, err = ns.state(pctx, n)
-		pcancel()
-		if err == nil && st.BootID != notBoot {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return agentapi.State{}, time.Time{}, fmt.Errorf("node %s: no new boot after %q (serial log %s): %w", n.name, notBoot, n.serial, errors.Join(ctx.Err(), err))
-		case <-time.After(100 * time.Millisecond):
-		}
+		return err == nil && st.BootID != notBoot, nil
+	}); werr != nil {
+		return agentapi.State{}, time.Time{}, fmt.Errorf("node %s: no new boot after %q (serial log %s): %w", n.name, notBoot, n.serial, errors.Join(werr, err))
 	}
 	agentUp := time.Now()
 	if ns.b.Admin == nil {
 		return st, agentUp, nil
 	}
-	for {
-		node, err := ns.b.Admin.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
-		if err == nil && node.Status.NodeInfo.BootID == st.BootID {
-			return st, agentUp, nil
-		}
-		select {
-		case <-ctx.Done():
-			return agentapi.State{}, time.Time{}, fmt.Errorf("node %s: Node does not report boot %s: %w", n.name, st.BootID, errors.Join(ctx.Err(), err))
-		case <-time.After(200 * time.Millisecond):
-		}
+	if werr := poll(ctx, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
+		var node *corev1.Node
+		node, err = ns.b.Admin.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
+		return err == nil && node.Status.NodeInfo.BootID == st.BootID, nil
+	}); werr != nil {
+		return agentapi.State{}, time.Time{}, fmt.Errorf("node %s: Node does not report boot %s: %w", n.name, st.BootID, errors.Join(werr, err))
 	}
+	return st, agentUp, nil
 }
 
 // leaseVersion is the node's Lease resourceVersion ("" without an admin
@@ -74,15 +68,21 @@ func (ns *NodeSet) waitRenewed(ctx context.Context, n *vmNode, rv string) error 
 	}
 	ctx, cancel := context.WithTimeout(ctx, ns.b.BootTimeout)
 	defer cancel()
-	for {
-		l, err := ns.b.Admin.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, n.name, metav1.GetOptions{})
-		if err == nil && l.ResourceVersion != rv {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("node %s: Lease not renewed since resourceVersion %s (serial log %s): %w", n.name, rv, n.serial, errors.Join(ctx.Err(), err))
-		case <-time.After(200 * time.Millisecond):
-		}
+	var err error
+	if werr := poll(ctx, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
+		var l *coordinationv1.Lease
+		l, err = ns.b.Admin.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, n.name, metav1.GetOptions{})
+		return err == nil && l.ResourceVersion != rv, nil
+	}); werr != nil {
+		return fmt.Errorf("node %s: Lease not renewed since resourceVersion %s (serial log %s): %w", n.name, rv, n.serial, errors.Join(werr, err))
 	}
+	return nil
+}
+
+// poll calls cond at once and then interval after each call returns (the
+// interval does not include cond's own time, as with a sleep between
+// polls) until cond reports done or fails or ctx ends; it returns cond's
+// error or ctx.Err().
+func poll(ctx context.Context, interval time.Duration, cond wait.ConditionWithContextFunc) error {
+	return wait.DelayFunc(func() time.Duration { return interval }).Until(ctx, true, true, cond)
 }
