@@ -40,7 +40,9 @@
 // The guest reaches the host's loopback as 10.0.2.2 (QEMU user-mode
 // networking); the host reaches the agent's control API (GET /state, POST
 // /reboot, POST /panic, PUT/DELETE /modules/{name}) through the forwarded
-// port, plus POST /restart-kubelet?downtime=D.
+// port, plus POST /restart-kubelet?downtime=D. Package
+// vmprovision/agentapi holds that API's paths and the State JSON, the
+// one definition both sides import.
 //
 // Tests that boot real VMs run only with BOOTPROOF_VM_TEST=1:
 //

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/vmprovision/agentapi"
 )
 
 // fakeHypervisor runs, for each defined domain, a fake agent on the
@@ -112,7 +113,7 @@ func (d *fakeDomain) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.Method + " " + r.URL.Path {
 	case "GET /state":
-		_ = json.NewEncoder(w).Encode(AgentState{BootID: d.bootID, KernelVersion: testKernelVersion, Modules: d.modules})
+		_ = json.NewEncoder(w).Encode(agentapi.State{BootID: d.bootID, KernelVersion: testKernelVersion, Modules: d.modules})
 	case "POST /reboot", "POST /panic":
 		d.h.op(strings.TrimPrefix(r.URL.Path, "/"))
 		d.boot()

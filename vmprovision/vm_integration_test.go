@@ -23,7 +23,7 @@ import (
 	"github.com/bootproof/bootproof/fakes"
 	"github.com/bootproof/bootproof/harness/controlplane"
 	"github.com/bootproof/bootproof/vmprovision"
-	"github.com/bootproof/bootproof/vmprovision/agent"
+	"github.com/bootproof/bootproof/vmprovision/agentapi"
 )
 
 // vmTestEnv gates the tests that boot a real VM.
@@ -79,11 +79,11 @@ func TestVMBootRebootQEMU(t *testing.T) {
 	}()
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 
-	boot := func(notBoot string) agent.State {
+	boot := func(notBoot string) agentapi.State {
 		t.Helper()
 		start := time.Now()
 		for {
-			var s agent.State
+			var s agentapi.State
 			err := getJSON(ctx, base+"/state", &s)
 			if err == nil && s.BootID != notBoot {
 				t.Logf("boot %s up after %s, modules %v", s.BootID, time.Since(start).Round(time.Millisecond), s.Modules)
@@ -128,7 +128,7 @@ func TestVMBootRebootQEMU(t *testing.T) {
 	if worker.BootID != s1.BootID || worker.KernelVersion != kernel.Version {
 		t.Errorf("worker termination message %+v, want boot %s kernel %s", worker, s1.BootID, kernel.Version)
 	}
-	var sw State
+	var sw agentapi.State
 	if err := getJSON(ctx, base+"/state", &sw); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestVMBootRebootQEMU(t *testing.T) {
 	if err := do(ctx, http.MethodPut, base+"/modules/bonding"); err != nil {
 		t.Fatal(err)
 	}
-	var s State
+	var s agentapi.State
 	if err := getJSON(ctx, base+"/state", &s); err != nil {
 		t.Fatal(err)
 	}
@@ -266,9 +266,6 @@ func runWorkerPod(ctx context.Context, t *testing.T, admin kubernetes.Interface,
 		time.Sleep(200 * time.Millisecond)
 	}
 }
-
-// State is the agent's /state answer.
-type State = agent.State
 
 func freePort(t *testing.T) int {
 	t.Helper()

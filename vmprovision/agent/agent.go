@@ -24,6 +24,7 @@ import (
 
 	"github.com/bootproof/bootproof/fakes"
 	"github.com/bootproof/bootproof/vmprovision"
+	"github.com/bootproof/bootproof/vmprovision/agentapi"
 )
 
 // Options are the agent's command-line options; the defaults are right for
@@ -200,16 +201,9 @@ type KubeletControl interface {
 	RestartKubelet(ctx context.Context, downtime time.Duration) error
 }
 
-// State is what GET /state answers.
-type State struct {
-	BootID        string   `json:"bootID"`
-	KernelVersion string   `json:"kernelVersion"`
-	Modules       []string `json:"modules"`
-}
-
-// ControlHandler serves the agent's control API:
+// ControlHandler serves the agent's control API (package agentapi):
 //
-//	GET  /state   the boot ID, kernel release and /proc/modules (JSON State)
+//	GET  /state   the boot ID, kernel release and /proc/modules (JSON agentapi.State)
 //	POST /reboot  reboot(2) after the answer is sent
 //	POST /panic   kernel panic through sysrq after the answer is sent
 //	POST /restart-kubelet?downtime=D  stop the kubelet, wait D, start it
@@ -219,8 +213,8 @@ type State struct {
 //	DELETE /modules/{name}  unload it like modprobe -r
 func ControlHandler(k fakes.Kernel, m Machine, kl KubeletControl, log logr.Logger) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /state", func(w http.ResponseWriter, r *http.Request) {
-		s := State{BootID: k.BootID(), KernelVersion: k.Version(), Modules: []string{}}
+	mux.HandleFunc("GET "+agentapi.PathState, func(w http.ResponseWriter, r *http.Request) {
+		s := agentapi.State{BootID: k.BootID(), KernelVersion: k.Version(), Modules: []string{}}
 		for _, lm := range k.Loaded() {
 			s.Modules = append(s.Modules, lm.Name)
 		}
@@ -262,14 +256,14 @@ func ControlHandler(k fakes.Kernel, m Machine, kl KubeletControl, log logr.Logge
 			fmt.Fprintf(w, "%s %s in boot %s\n", name, mod, k.BootID())
 		}
 	}
-	mux.HandleFunc("PUT /modules/{name}", module("load", k.Load))
-	mux.HandleFunc("DELETE /modules/{name}", module("unload", k.Unload))
-	mux.HandleFunc("POST /reboot", act("reboot", m.Reboot))
-	mux.HandleFunc("POST /panic", act("panic", m.Panic))
-	mux.HandleFunc("POST /restart-kubelet", func(w http.ResponseWriter, r *http.Request) {
-		d, err := time.ParseDuration(r.URL.Query().Get("downtime"))
+	mux.HandleFunc("PUT "+agentapi.PathModules+"{name}", module("load", k.Load))
+	mux.HandleFunc("DELETE "+agentapi.PathModules+"{name}", module("unload", k.Unload))
+	mux.HandleFunc("POST "+agentapi.PathReboot, act("reboot", m.Reboot))
+	mux.HandleFunc("POST "+agentapi.PathPanic, act("panic", m.Panic))
+	mux.HandleFunc("POST "+agentapi.PathRestartKubelet, func(w http.ResponseWriter, r *http.Request) {
+		d, err := time.ParseDuration(r.URL.Query().Get(agentapi.QueryDowntime))
 		if err != nil || d < 0 {
-			http.Error(w, fmt.Sprintf("query downtime=%q: accepted: a non-negative Go duration such as 15s", r.URL.Query().Get("downtime")), http.StatusBadRequest)
+			http.Error(w, fmt.Sprintf("query downtime=%q: accepted: a non-negative Go duration such as 15s", r.URL.Query().Get(agentapi.QueryDowntime)), http.StatusBadRequest)
 			return
 		}
 		log.Info("control request", "action", "restart-kubelet", "downtime", d.String(), "bootID", k.BootID())

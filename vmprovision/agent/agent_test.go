@@ -18,6 +18,7 @@ import (
 
 	"github.com/bootproof/bootproof/fakes"
 	"github.com/bootproof/bootproof/vmprovision"
+	"github.com/bootproof/bootproof/vmprovision/agentapi"
 )
 
 type fakeMachine struct {
@@ -75,7 +76,7 @@ func TestControlHandler(t *testing.T) {
 				t.Fatalf("code %d, want %d: %s", rec.Code, tt.wantCode, rec.Body)
 			}
 			if tt.path == "/state" {
-				var s State
+				var s agentapi.State
 				if err := json.Unmarshal(rec.Body.Bytes(), &s); err != nil {
 					t.Fatal(err)
 				}

@@ -1,0 +1,187 @@
+//go:build linux
+
+package agent
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+
+	"github.com/bootproof/bootproof/fakes"
+	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/vmprovision"
+)
+
+// contractGuest is a guest without a VM: the agent's real ControlHandler
+// over a simulated kernel, served on the port the domain forwards, so the
+// host side (vmprovision.NodeSet) and the guest side (this package) talk
+// over HTTP exactly as they do through QEMU.
+type contractGuest struct {
+	k       *fakes.SimKernel
+	mu      sync.Mutex
+	actions []string
+}
+
+func (g *contractGuest) record(a string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.actions = append(g.actions, a)
+}
+
+func (g *contractGuest) took() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.actions)
+}
+
+// Reboot starts a new boot at once (the kernel forgets its modules).
+func (g *contractGuest) Reboot() error {
+	g.record("reboot")
+	_, err := g.k.Boot("")
+	return err
+}
+
+func (g *contractGuest) Panic() error {
+	g.record("panic")
+	_, err := g.k.Boot("")
+	return err
+}
+
+func (g *contractGuest) RestartKubelet(_ context.Context, d time.Duration) error {
+	g.record("restart-kubelet " + d.String())
+	return nil
+}
+
+// contractHypervisor defines domains whose "guest" is a contractGuest.
+type contractHypervisor struct {
+	t      *testing.T
+	guests map[string]*contractGuest
+}
+
+type contractDomain struct{ name string }
+
+func (d contractDomain) Name() string    { return d.name }
+func (d contractDomain) Start() error    { return nil }
+func (d contractDomain) Destroy() error  { return nil }
+func (d contractDomain) Reset() error    { return nil }
+func (d contractDomain) Suspend() error  { return nil }
+func (d contractDomain) Resume() error   { return nil }
+func (d contractDomain) Undefine() error { return nil }
+
+func (h *contractHypervisor) Define(xml string) (vmprovision.Domain, error) {
+	m := regexp.MustCompile(`<name>([^<]+)</name>[\s\S]*hostfwd=tcp:127\.0\.0\.1:(\d+)-`).FindStringSubmatch(xml)
+	if m == nil {
+		return nil, fmt.Errorf("no name or hostfwd in %s", xml)
+	}
+	k, err := fakes.NewSimKernel(fakes.SimKernelConfig{})
+	if err != nil {
+		return nil, err
+	}
+	if err := k.Load("dummy"); err != nil {
+		return nil, err
+	}
+	g := &contractGuest{k: k}
+	l, err := net.Listen("tcp", "127.0.0.1:"+m[2])
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: ControlHandler(k, g, g, logr.Discard()), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	h.t.Cleanup(func() { srv.Close() })
+	h.guests[m[1]] = g
+	return contractDomain{name: m[1]}, nil
+}
+
+func (h *contractHypervisor) Close() error { return nil }
+
+// TestHostGuestContract drives the real guest control API with the real
+// host client: the guest encodes its state and the host decodes it; the
+// host encodes requests (paths, the downtime query) and the guest decodes
+// them. A field or path that one side renamed alone fails here.
+func TestHostGuestContract(t *testing.T) {
+	kt, err := vmprovision.FindKernelTree("../testdata/image/kernel", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := vmprovision.BuildImage(vmprovision.ImageSpec{Kernel: kt, Agent: "../testdata/image/agent/bootproof-agent", Modules: []string{"dummy"}}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+	hv := &contractHypervisor{t: t, guests: map[string]*contractGuest{}}
+	b := &vmprovision.Backend{
+		Hypervisor: hv, Image: img, APIServer: "https://10.0.2.2:6443", RunID: "contract", Dir: t.TempDir(),
+		BootTimeout: 10 * time.Second, BootEstimate: 20 * time.Millisecond,
+		Credentials: func(string) (*rest.Config, error) {
+			return &rest.Config{TLSClientConfig: rest.TLSClientConfig{CAData: []byte(pem), CertData: []byte(pem), KeyData: []byte(pem)}}, nil
+		},
+	}
+	ctx := context.Background()
+	set, err := b.Provision(ctx, scenarios.ProvisionRequest{Names: []string{"vm-0"}, Timing: "fast"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := set.(*vmprovision.NodeSet)
+	defer ns.Close()
+	g := hv.guests[vmprovision.DomainName("contract", "vm-0")]
+	if g == nil {
+		t.Fatalf("no guest defined: %v", hv.guests)
+	}
+
+	// wantState is the guest kernel's truth; the host must read exactly it.
+	wantState := func(t *testing.T) {
+		t.Helper()
+		st, err := ns.State(ctx, "vm-0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mods []string
+		for _, m := range g.k.Loaded() {
+			mods = append(mods, m.Name)
+		}
+		if st.BootID == "" || st.BootID != g.k.BootID() || st.KernelVersion != g.k.Version() || !slices.Equal(st.Modules, mods) {
+			t.Errorf("host reads %+v, guest has boot %s, kernel %s, modules %v", st, g.k.BootID(), g.k.Version(), mods)
+		}
+	}
+	wantState(t)
+
+	if err := ns.LoadModule(ctx, "vm-0", "bonding"); err != nil {
+		t.Fatal(err)
+	}
+	wantState(t)
+	if err := ns.LoadModule(ctx, "vm-0", "nosuchmod"); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("load of an unknown module: %v, want the guest's 404", err)
+	}
+
+	if err := ns.RestartKubelet(ctx, "vm-0", 1500*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := g.took(), []string{"restart-kubelet 1.5s"}; !slices.Equal(got, want) {
+		t.Errorf("guest took %v, want %v", got, want)
+	}
+
+	for _, mode := range []string{vmprovision.RebootGuest, vmprovision.RebootPanic} {
+		before := g.k.Boots()
+		out, err := ns.Reboot(ctx, "vm-0", scenarios.RebootRequest{Mode: mode})
+		if err != nil {
+			t.Fatalf("reboot %s: %v", mode, err)
+		}
+		if g.k.Boots() != before+1 || out.NewBootID != g.k.BootID() || out.OldBootID == out.NewBootID {
+			t.Errorf("reboot %s: outcome %+v, guest boot %s after %d boots", mode, out, g.k.BootID(), g.k.Boots())
+		}
+		wantState(t)
+	}
+	if got, want := g.took(), []string{"restart-kubelet 1.5s", "reboot", "panic"}; !slices.Equal(got, want) {
+		t.Errorf("guest took %v, want %v", got, want)
+	}
+}

@@ -1,0 +1,137 @@
+package vmprovision
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/vmprovision/agentapi"
+)
+
+// Reboot modes of a VM node.
+const (
+	RebootReset      = "reset"       // hard reset
+	RebootGuest      = "guest"       // the agent calls reboot(2)
+	RebootPanic      = "panic"       // kernel panic via sysrq, panic=1
+	RebootPowerCycle = "power-cycle" // destroy, stay off, start
+)
+
+// RebootModeNames are the modes a VM NodeSet supports. Pausing a node
+// without a reboot (the negative control) is NodeSet.PauseNode.
+var RebootModeNames = []string{RebootReset, RebootGuest, RebootPanic, RebootPowerCycle}
+
+// Default natural boot times (reset to the agent answering in the new
+// boot) until a node has measured its own.
+const (
+	DefaultBootEstimateTCG = 7 * time.Second
+	DefaultBootEstimateKVM = 2 * time.Second
+)
+
+// RebootModes implements scenarios.RebootModes.
+func (ns *NodeSet) RebootModes() []string { return slices.Clone(RebootModeNames) }
+
+// hold keeps a domain paused for d.
+func hold(ctx context.Context, dom Domain, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	if err := dom.Suspend(); err != nil {
+		return fmt.Errorf("pause %s: %w", dom.Name(), err)
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+	if err := dom.Resume(); err != nil {
+		return fmt.Errorf("resume %s: %w", dom.Name(), err)
+	}
+	return ctx.Err()
+}
+
+// CheckReboot implements scenarios.RebootChecker: a VM boots the kernel
+// of its image and its kubelet starts Ready at once.
+func (ns *NodeSet) CheckReboot(r scenarios.RebootRequest) error {
+	switch {
+	case r.KernelVersion != "":
+		return fmt.Errorf("booting another kernel version (%s) is not supported by vm nodes: they boot the image's kernel", r.KernelVersion)
+	case r.NotReadyFor > 0:
+		return fmt.Errorf("a Ready=False blip at kubelet startup (%s) is not supported by vm nodes", r.NotReadyFor)
+	case r.Mode != "" && !slices.Contains(RebootModeNames, r.Mode):
+		return fmt.Errorf("unknown mode %q: accepted: %s", r.Mode, strings.Join(RebootModeNames, ", "))
+	}
+	return nil
+}
+
+// bootEstimate is the node's expected natural boot time.
+func (ns *NodeSet) bootEstimate(n *vmNode) time.Duration {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.boot > 0 {
+		return n.boot
+	}
+	return ns.b.BootEstimate
+}
+
+// Reboot implements scenarios.NodeSet. r.Downtime is the whole time the
+// node is down: the domain is held paused after a reset, guest reboot or
+// panic (off, for power-cycle) for the downtime minus the node's natural
+// boot time, measured on its previous reboot. A downtime shorter than the
+// natural boot gives the natural boot. The outcome carries the downtime
+// as measured: from the reboot to the Node reporting the new boot.
+func (ns *NodeSet) Reboot(ctx context.Context, node string, r scenarios.RebootRequest) (scenarios.RebootOutcome, error) {
+	n, err := ns.node(node)
+	if err != nil {
+		return scenarios.RebootOutcome{}, err
+	}
+	if err := ns.CheckReboot(r); err != nil {
+		return scenarios.RebootOutcome{}, fmt.Errorf("reboot node %s: %w", node, err)
+	}
+	old, err := ns.state(ctx, n)
+	if err != nil {
+		return scenarios.RebootOutcome{}, fmt.Errorf("reboot node %s: %w", node, err)
+	}
+	mode := r.Mode
+	if mode == "" {
+		mode = RebootReset
+	}
+	extra := max(0, r.Downtime-ns.bootEstimate(n))
+	ns.log.Info("rebooting vm node", "node", node, "mode", mode, "downtime", r.Downtime, "held", extra, "oldBootID", old.BootID)
+	start := time.Now()
+	switch mode {
+	case RebootReset:
+		if err = n.dom.Reset(); err == nil {
+			err = hold(ctx, n.dom, extra)
+		}
+	case RebootGuest, RebootPanic:
+		path := map[string]string{RebootGuest: agentapi.PathReboot, RebootPanic: agentapi.PathPanic}[mode]
+		if err = ns.post(ctx, n, path); err == nil {
+			err = hold(ctx, n.dom, extra)
+		}
+	case RebootPowerCycle:
+		if err = n.dom.Destroy(); err == nil {
+			select {
+			case <-ctx.Done():
+				err = ctx.Err()
+			case <-time.After(extra):
+			}
+			if err == nil {
+				err = n.dom.Start()
+			}
+		}
+	}
+	if err != nil {
+		return scenarios.RebootOutcome{}, fmt.Errorf("reboot node %s (%s): %w", node, mode, err)
+	}
+	booting := time.Now()
+	st, agentUp, err := ns.waitBoot(ctx, n, old.BootID)
+	if err != nil {
+		return scenarios.RebootOutcome{}, fmt.Errorf("reboot node %s (%s): %w", node, mode, err)
+	}
+	n.mu.Lock()
+	n.boot = agentUp.Sub(booting)
+	n.mu.Unlock()
+	return scenarios.RebootOutcome{OldBootID: old.BootID, NewBootID: st.BootID, Downtime: time.Since(start)}, nil
+}
