@@ -10,117 +10,281 @@ import (
 	"time"
 )
 
-// do runs one action of the timeline: node disruptions, subject
-// lifecycle, spec changes and the waits that judge reloads.
-func (c *caseRun) do(ctx context.Context, a Action) error {
-	g := c.grace
-	switch a.Kind {
-	case ActReboot:
-		// Mode and request were checked by checkNodeCapabilities.
-		req := c.rebootRequest(a)
-		return c.spread(ctx, a, "reboot", req.Downtime, func(ctx context.Context, node string, d *disruption) error {
-			out, err := c.nodes.Reboot(ctx, node, req)
-			if err == nil && out.OldBootID != "" && out.NewBootID == out.OldBootID {
-				err = fmt.Errorf("reboot (%s) returned but the boot ID is still %s", req.Mode, out.OldBootID)
-			}
-			c.mu.Lock()
-			d.outcome = out
-			if out.Downtime > 0 {
-				d.downtime = out.Downtime
-			}
-			c.mu.Unlock()
-			return err
-		})
-	case ActRestartKubelet:
-		kr, ok := c.nodes.(KubeletRestarter)
-		if !ok {
-			return &skipError{fmt.Sprintf("backend %s cannot restart a kubelet without a reboot", c.e.Backend.Name())}
+// actionSpec is one kind of action, in one place: the parameters a
+// scenario file may give it, what the format checks, what the engine
+// needs from the subject or the node set before the timeline starts (a
+// skip reason when missing), and what it does in a case.
+type actionSpec struct {
+	// fields are the parameters it accepts (setters in actionfields.go).
+	fields []string
+	// check returns what is wrong with a decoded action of scenario s,
+	// or "" (the pause/resume pairing is checked across the timeline).
+	check func(s *Scenario, a Action) string
+	// subjectNeeds is checked before nodes are provisioned; nodeNeeds
+	// once the node set exists. Both return a *skipError or nil.
+	subjectNeeds func(c *caseRun, a Action) error
+	nodeNeeds    func(c *caseRun, a Action) error
+	// run performs the action.
+	run func(c *caseRun, ctx context.Context, a Action) error
+}
+
+// actionTable is the vocabulary of timelines. A new action is one entry
+// here (and its fields' setters if it has new fields).
+var actionTable map[ActionKind]actionSpec
+
+func init() {
+	actionTable = map[ActionKind]actionSpec{
+		ActReboot: {
+			fields: []string{"on", "mode", "downtime", "startup", "kernelVersion", "stagger", "wait"},
+			check: func(_ *Scenario, a Action) string {
+				if !a.Downtime.Set {
+					return "downtime is required, e.g. 0.5g or 3s"
+				}
+				if !a.Mode.Valid() {
+					return fmt.Sprintf("mode %q: accepted: %s", a.Mode, JoinRebootModes(AllRebootModes()))
+				}
+				return ""
+			},
+			nodeNeeds: (*caseRun).canReboot,
+			run:       (*caseRun).doReboot,
+		},
+		ActRestartKubelet: {
+			fields:    []string{"on", "downtime", "stagger"},
+			check:     required("downtime", func(a Action) Duration { return a.Downtime }),
+			nodeNeeds: needNodes[KubeletRestarter]("restart a kubelet without a reboot"),
+			run:       disrupt("restart-kubelet", func(a Action) Duration { return a.Downtime }, KubeletRestarter.RestartKubelet),
+		},
+		ActNetworkBlip: {
+			fields:    []string{"on", "duration", "stagger"},
+			check:     required("duration", func(a Action) Duration { return a.Duration }),
+			nodeNeeds: needNodes[NetworkBlipper]("cut a node off the network"),
+			run:       disrupt("network-blip", func(a Action) Duration { return a.Duration }, NetworkBlipper.NetworkBlip),
+		},
+		ActPauseNode: {
+			fields:    []string{"on", "duration", "stagger"},
+			check:     required("duration", func(a Action) Duration { return a.Duration }),
+			nodeNeeds: needNodes[NodePauser]("pause a node"),
+			run:       disrupt("pause-node", func(a Action) Duration { return a.Duration }, NodePauser.PauseNode),
+		},
+		ActPauseSubject:   {subjectNeeds: (*caseRun).canPause, run: (*caseRun).doSubject},
+		ActResumeSubject:  {run: (*caseRun).doSubject},
+		ActRestartSubject: {fields: []string{"downtime"}, subjectNeeds: (*caseRun).canPause, run: (*caseRun).doSubject},
+		ActWaitReloaded: {
+			fields: []string{"on", "timeout"},
+			run: func(c *caseRun, ctx context.Context, a Action) error {
+				return c.waitReloaded(ctx, c.targets(a.On), c.timeout(a))
+			},
+		},
+		ActWaitWorker: {
+			fields: []string{"on", "module", "action", "state", "timeout"},
+			check: func(_ *Scenario, a Action) string {
+				if a.State == "" {
+					return "state is required: created, running or succeeded"
+				}
+				return ""
+			},
+			run: (*caseRun).waitWorker,
+		},
+		ActRemoveModule: {
+			fields: []string{"on", "module"},
+			check: func(s *Scenario, a Action) string {
+				if a.Module == "" {
+					return "module is required"
+				}
+				if !slices.ContainsFunc(s.Modules, func(m Module) bool { return m.Name == a.Module }) {
+					return fmt.Sprintf("module %q is not among the scenario's modules", a.Module)
+				}
+				return ""
+			},
+			run: (*caseRun).doSpec,
+		},
+		ActAddModule: {
+			fields: []string{"on", "module", "moduleName", "loadingOrder"},
+			check: func(_ *Scenario, a Action) string {
+				if a.Module == "" {
+					return "module is required"
+				}
+				return ""
+			},
+			run: (*caseRun).doSpec,
+		},
+		ActUpdateKernel: {fields: []string{"on"}, run: (*caseRun).doUpdateKernel},
+		ActSleep: {
+			fields: []string{"duration"},
+			check:  required("duration", func(a Action) Duration { return a.Duration }),
+			run: func(c *caseRun, ctx context.Context, a Action) error {
+				if !sleepCtx(ctx, a.Duration.Resolve(c.grace)) {
+					return ctx.Err()
+				}
+				return nil
+			},
+		},
+	}
+}
+
+// JoinRebootModes lists modes as "reset, guest".
+func JoinRebootModes(ms []RebootMode) string {
+	s := make([]string, len(ms))
+	for i, m := range ms {
+		s[i] = string(m)
+	}
+	return strings.Join(s, ", ")
+}
+
+// required checks that a duration parameter is set.
+func required(field string, get func(Action) Duration) func(*Scenario, Action) string {
+	return func(_ *Scenario, a Action) string {
+		if !get(a).Set {
+			return field + " is required"
 		}
-		d := a.Downtime.Resolve(g)
-		a.Wait = true
-		return c.spread(ctx, a, "restart-kubelet", d, func(ctx context.Context, node string, _ *disruption) error {
-			return kr.RestartKubelet(ctx, node, d)
-		})
-	case ActNetworkBlip:
-		nb, ok := c.nodes.(NetworkBlipper)
-		if !ok {
-			return &skipError{fmt.Sprintf("backend %s cannot cut a node off the network", c.e.Backend.Name())}
-		}
-		d := a.Duration.Resolve(g)
-		a.Wait = true
-		return c.spread(ctx, a, "network-blip", d, func(ctx context.Context, node string, _ *disruption) error {
-			return nb.NetworkBlip(ctx, node, d)
-		})
-	case ActPauseNode:
-		np, ok := c.nodes.(NodePauser)
-		if !ok {
-			return &skipError{fmt.Sprintf("backend %s cannot pause a node", c.e.Backend.Name())}
-		}
-		d := a.Duration.Resolve(g)
-		a.Wait = true
-		return c.spread(ctx, a, "pause-node", d, func(ctx context.Context, node string, _ *disruption) error {
-			return np.PauseNode(ctx, node, d)
-		})
-	case ActPauseSubject, ActResumeSubject, ActRestartSubject:
-		p, ok := c.inst.(Pauser)
-		if !ok {
-			return &skipError{fmt.Sprintf("subject %s cannot be paused", c.subj.Name())}
-		}
-		c.obs.Action("", a.Kind)
-		switch a.Kind {
-		case ActPauseSubject:
-			return c.wrapSubject("pause", p.Pause(ctx))
-		case ActResumeSubject:
-			return c.wrapSubject("resume", p.Resume(ctx))
-		default:
-			if err := p.Pause(ctx); err != nil {
-				return c.wrapSubject("pause", err)
-			}
-			if !sleepCtx(ctx, a.Downtime.Resolve(g)) {
-				return ctx.Err()
-			}
-			return c.wrapSubject("resume", p.Resume(ctx))
-		}
-	case ActWaitReloaded:
-		timeout := c.s.Deadline.Resolve(g)
-		if a.Timeout.Set {
-			timeout = a.Timeout.Resolve(g)
-		}
-		return c.waitReloaded(ctx, c.targets(a.On), timeout)
-	case ActWaitWorker:
-		return c.waitWorker(ctx, a)
-	case ActRemoveModule, ActAddModule:
-		for _, n := range c.targets(a.On) {
-			c.mu.Lock()
-			c.spec[n] = ApplySpecAction(c.spec[n], a)
-			c.mu.Unlock()
-			c.obs.Action(n, a.Kind+" "+a.Module)
-			if err := c.writeNMC(ctx, n, false); err != nil {
-				return infra("%w", err)
-			}
-		}
-		return nil
-	case ActUpdateKernel:
-		nodes := c.targets(a.On)
-		c.waitInflight(nodes)
-		for _, n := range nodes {
-			kv := c.obs.Snapshot(n).KernelVersion
-			c.mu.Lock()
-			c.kernel[n] = kv
-			c.mu.Unlock()
-			c.obs.Action(n, "NMC kernelVersion -> "+kv)
-			if err := c.writeNMC(ctx, n, false); err != nil {
-				return infra("%w", err)
-			}
-		}
-		return nil
-	case ActSleep:
-		if !sleepCtx(ctx, a.Duration.Resolve(g)) {
-			return ctx.Err()
+		return ""
+	}
+}
+
+// needNodes skips a case whose node set lacks capability T.
+func needNodes[T any](what string) func(c *caseRun, a Action) error {
+	return func(c *caseRun, _ Action) error {
+		if _, ok := c.nodes.(T); !ok {
+			return &skipError{fmt.Sprintf("backend %s cannot %s", c.e.Backend.Name(), what)}
 		}
 		return nil
 	}
-	return fmt.Errorf("unknown action %q", a.Kind)
+}
+
+// disrupt runs a node disruption of capability T (checked by nodeNeeds)
+// on every targeted node and waits until all are over.
+func disrupt[T any](kind string, length func(Action) Duration,
+	f func(T, context.Context, string, time.Duration) error) func(*caseRun, context.Context, Action) error {
+	return func(c *caseRun, ctx context.Context, a Action) error {
+		capable, ok := c.nodes.(T)
+		if !ok {
+			return &skipError{fmt.Sprintf("backend %s cannot %s", c.e.Backend.Name(), kind)}
+		}
+		d := length(a).Resolve(c.grace)
+		a.Wait = true
+		return c.spread(ctx, a, kind, d, func(ctx context.Context, node string, _ *disruption) error {
+			return f(capable, ctx, node, d)
+		})
+	}
+}
+
+// do runs one action of the timeline.
+func (c *caseRun) do(ctx context.Context, a Action) error {
+	spec, ok := actionTable[a.Kind]
+	if !ok || spec.run == nil {
+		return fmt.Errorf("unknown action %q", a.Kind)
+	}
+	return spec.run(c, ctx, a)
+}
+
+// timeout is a wait's timeout: its own, else the scenario's deadline.
+func (c *caseRun) timeout(a Action) time.Duration {
+	if a.Timeout.Set {
+		return a.Timeout.Resolve(c.grace)
+	}
+	return c.s.Deadline.Resolve(c.grace)
+}
+
+// canReboot skips a case whose node set cannot reboot in the action's
+// mode or refuses the request (RebootChecker).
+func (c *caseRun) canReboot(a Action) error {
+	be := c.e.Backend.Name()
+	req := c.rebootRequest(a)
+	if req.Mode != RebootReset {
+		rm, ok := c.nodes.(RebootModes)
+		if !ok || !slices.Contains(rm.RebootModes(), req.Mode) {
+			return &skipError{fmt.Sprintf("backend %s cannot reboot in mode %s", be, req.Mode)}
+		}
+	}
+	if rc, ok := c.nodes.(RebootChecker); ok {
+		if err := rc.CheckReboot(req); err != nil {
+			return &skipError{fmt.Sprintf("backend %s: %v", be, err)}
+		}
+	}
+	return nil
+}
+
+func (c *caseRun) doReboot(ctx context.Context, a Action) error {
+	req := c.rebootRequest(a)
+	return c.spread(ctx, a, "reboot", req.Downtime, func(ctx context.Context, node string, d *disruption) error {
+		out, err := c.nodes.Reboot(ctx, node, req)
+		if err == nil && out.OldBootID != "" && out.NewBootID == out.OldBootID {
+			err = fmt.Errorf("reboot (%s) returned but the boot ID is still %s", req.Mode, out.OldBootID)
+		}
+		c.mu.Lock()
+		d.outcome = out
+		if out.Downtime > 0 {
+			d.downtime = out.Downtime
+		}
+		c.mu.Unlock()
+		return err
+	})
+}
+
+// canPause skips a case whose subject the harness cannot stop and start.
+func (c *caseRun) canPause(a Action) error {
+	pc, ok := c.subj.(PauseChecker)
+	if !ok {
+		return &skipError{fmt.Sprintf("subject %s cannot be paused or restarted by the harness (%s)", c.subj.Name(), a.Kind)}
+	}
+	if err := pc.CanPause(); err != nil {
+		return &skipError{fmt.Sprintf("subject %s cannot be paused or restarted by the harness (%s): %v", c.subj.Name(), a.Kind, err)}
+	}
+	return nil
+}
+
+// doSubject pauses, resumes or restarts the subject.
+func (c *caseRun) doSubject(ctx context.Context, a Action) error {
+	p, ok := c.inst.(Pauser)
+	if !ok {
+		return &skipError{fmt.Sprintf("subject %s cannot be paused", c.subj.Name())}
+	}
+	c.obs.Action("", string(a.Kind))
+	switch a.Kind {
+	case ActPauseSubject:
+		return c.wrapSubject("pause", p.Pause(ctx))
+	case ActResumeSubject:
+		return c.wrapSubject("resume", p.Resume(ctx))
+	}
+	if err := p.Pause(ctx); err != nil {
+		return c.wrapSubject("pause", err)
+	}
+	if !sleepCtx(ctx, a.Downtime.Resolve(c.grace)) {
+		return ctx.Err()
+	}
+	return c.wrapSubject("resume", p.Resume(ctx))
+}
+
+// doSpec adds a module to or removes one from the targeted nodes' specs.
+func (c *caseRun) doSpec(ctx context.Context, a Action) error {
+	for _, n := range c.targets(a.On) {
+		c.mu.Lock()
+		c.spec[n] = ApplySpecAction(c.spec[n], a)
+		c.mu.Unlock()
+		c.obs.Action(n, string(a.Kind)+" "+a.Module)
+		if err := c.writeNMC(ctx, n, false); err != nil {
+			return infra("%w", err)
+		}
+	}
+	return nil
+}
+
+// doUpdateKernel writes the kernel version each targeted node now runs
+// into its NodeModulesConfig.
+func (c *caseRun) doUpdateKernel(ctx context.Context, a Action) error {
+	nodes := c.targets(a.On)
+	c.waitInflight(nodes)
+	for _, n := range nodes {
+		kv := c.obs.Snapshot(n).KernelVersion
+		c.mu.Lock()
+		c.kernel[n] = kv
+		c.mu.Unlock()
+		c.obs.Action(n, "NMC kernelVersion -> "+kv)
+		if err := c.writeNMC(ctx, n, false); err != nil {
+			return infra("%w", err)
+		}
+	}
+	return nil
 }
 
 // wrapSubject makes a failed pause or resume of the subject a subject
@@ -265,10 +429,7 @@ func (c *caseRun) currentBoot(node string, sn NodeSnapshot) string {
 
 func (c *caseRun) waitWorker(ctx context.Context, a Action) error {
 	nodes := c.targets(a.On)
-	timeout := c.s.Deadline.Resolve(c.grace)
-	if a.Timeout.Set {
-		timeout = a.Timeout.Resolve(c.grace)
-	}
+	timeout := c.timeout(a)
 	err := c.waitFor(ctx, timeout, func() error {
 		for _, n := range nodes {
 			if !c.obs.hasWorker(n, a.Module, a.WorkerAction, a.State) {

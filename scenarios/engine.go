@@ -392,19 +392,23 @@ func (c *caseRun) failed() bool {
 	return false
 }
 
+// checkCapabilities skips the case, before nodes are provisioned, when
+// the subject lacks what an action needs.
 func (c *caseRun) checkCapabilities() error {
+	return c.checkNeeds(func(s actionSpec) func(*caseRun, Action) error { return s.subjectNeeds })
+}
+
+// checkNodeCapabilities skips the case, before the timeline runs, when
+// the provisioned node set lacks what an action needs.
+func (c *caseRun) checkNodeCapabilities() error {
+	return c.checkNeeds(func(s actionSpec) func(*caseRun, Action) error { return s.nodeNeeds })
+}
+
+func (c *caseRun) checkNeeds(which func(actionSpec) func(*caseRun, Action) error) error {
 	for _, a := range c.s.Actions {
-		switch a.Kind {
-		case ActRestartKubelet, ActNetworkBlip, ActPauseNode, ActReboot:
-			// Checked on the NodeSet once provisioned
-			// (checkNodeCapabilities).
-		case ActPauseSubject, ActRestartSubject:
-			pc, ok := c.subj.(PauseChecker)
-			if !ok {
-				return &skipError{fmt.Sprintf("subject %s cannot be paused or restarted by the harness (%s)", c.subj.Name(), a.Kind)}
-			}
-			if err := pc.CanPause(); err != nil {
-				return &skipError{fmt.Sprintf("subject %s cannot be paused or restarted by the harness (%s): %v", c.subj.Name(), a.Kind, err)}
+		if needs := which(actionTable[a.Kind]); needs != nil {
+			if err := needs(c, a); err != nil {
+				return err
 			}
 		}
 	}
@@ -415,46 +419,10 @@ func (c *caseRun) checkCapabilities() error {
 func (c *caseRun) rebootRequest(a Action) RebootRequest {
 	mode := a.Mode
 	if mode == "" {
-		mode = "reset"
+		mode = RebootReset
 	}
 	return RebootRequest{Mode: mode, Downtime: a.Downtime.Resolve(c.grace), NotReadyFor: a.Startup.NotReadyFor.Resolve(c.grace),
 		KernelVersion: a.KernelVersion}
-}
-
-// checkNodeCapabilities skips the case, before the timeline runs, when
-// the provisioned node set lacks what an action needs.
-func (c *caseRun) checkNodeCapabilities() error {
-	be := c.e.Backend.Name()
-	for _, a := range c.s.Actions {
-		switch a.Kind {
-		case ActReboot:
-			req := c.rebootRequest(a)
-			if req.Mode != "reset" {
-				rm, ok := c.nodes.(RebootModes)
-				if !ok || !slices.Contains(rm.RebootModes(), req.Mode) {
-					return &skipError{fmt.Sprintf("backend %s cannot reboot in mode %s", be, req.Mode)}
-				}
-			}
-			if rc, ok := c.nodes.(RebootChecker); ok {
-				if err := rc.CheckReboot(req); err != nil {
-					return &skipError{fmt.Sprintf("backend %s: %v", be, err)}
-				}
-			}
-		case ActRestartKubelet:
-			if _, ok := c.nodes.(KubeletRestarter); !ok {
-				return &skipError{fmt.Sprintf("backend %s cannot restart a kubelet without a reboot", be)}
-			}
-		case ActNetworkBlip:
-			if _, ok := c.nodes.(NetworkBlipper); !ok {
-				return &skipError{fmt.Sprintf("backend %s cannot cut a node off the network", be)}
-			}
-		case ActPauseNode:
-			if _, ok := c.nodes.(NodePauser); !ok {
-				return &skipError{fmt.Sprintf("backend %s cannot pause a node", be)}
-			}
-		}
-	}
-	return nil
 }
 
 // waitFor polls check on every observation until it passes or timeout.

@@ -242,7 +242,7 @@ func (bareNodes) Close() error { return nil }
 
 type vmLikeNodes struct{ bareNodes }
 
-func (vmLikeNodes) RebootModes() []string { return []string{"reset", "panic"} }
+func (vmLikeNodes) RebootModes() []RebootMode { return []RebootMode{RebootReset, RebootPanic} }
 func (vmLikeNodes) CheckReboot(r RebootRequest) error {
 	if r.KernelVersion != "" {
 		return errors.New("booting another kernel version is not supported")

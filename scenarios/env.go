@@ -44,7 +44,7 @@ type ProvisionRequest struct {
 
 // RebootRequest describes one reboot of one node.
 type RebootRequest struct {
-	Mode          string
+	Mode          RebootMode
 	Downtime      time.Duration
 	NotReadyFor   time.Duration
 	KernelVersion string
@@ -72,7 +72,7 @@ type NodeSet interface {
 // RebootModes is the optional capability of a NodeSet that supports more
 // than the "reset" reboot mode.
 type RebootModes interface {
-	RebootModes() []string
+	RebootModes() []RebootMode
 }
 
 // RebootChecker is the optional capability of a NodeSet to refuse, before

@@ -146,9 +146,9 @@ func TestCatalog(t *testing.T) {
 		for _, a := range s.Actions {
 			switch {
 			case a.Kind == ActReboot && s.Precondition == "fast" && s.Expect["legacy"].Outcome == Fail:
-				covered["fast "+cmp.Or(a.Mode, "reset")] = true
+				covered["fast "+string(cmp.Or(a.Mode, RebootReset))] = true
 			case a.Kind == ActReboot && s.Precondition == "slow":
-				covered["slow "+cmp.Or(a.Mode, "reset")] = true
+				covered["slow "+string(cmp.Or(a.Mode, RebootReset))] = true
 			case a.Kind == ActPauseNode:
 				covered["pause"] = true
 			}

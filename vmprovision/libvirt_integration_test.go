@@ -69,11 +69,11 @@ func TestLibvirtRebootModes(t *testing.T) {
 		mode     string
 		downtime time.Duration
 	}{
-		{vmprovision.RebootReset, 0},
-		{vmprovision.RebootReset, 2 * time.Second},
-		{vmprovision.RebootGuest, 0},
-		{vmprovision.RebootPanic, 0},
-		{vmprovision.RebootPowerCycle, time.Second},
+		{string(vmprovision.RebootReset), 0},
+		{string(vmprovision.RebootReset), 2 * time.Second},
+		{string(vmprovision.RebootGuest), 0},
+		{string(vmprovision.RebootPanic), 0},
+		{string(vmprovision.RebootPowerCycle), time.Second},
 		// Disruptions without a reboot: boot ID and modules stay.
 		{"pause", 2 * time.Second},
 		{"network-blip", 3 * time.Second},
@@ -96,7 +96,7 @@ func TestLibvirtRebootModes(t *testing.T) {
 				out.NewBootID = s.BootID
 			}
 		default:
-			out, err = ns.Reboot(ctx, node, scenarios.RebootRequest{Mode: tt.mode, Downtime: tt.downtime})
+			out, err = ns.Reboot(ctx, node, scenarios.RebootRequest{Mode: scenarios.RebootMode(tt.mode), Downtime: tt.downtime})
 		}
 		if err != nil {
 			t.Fatalf("%s: %v", tt.mode, err)

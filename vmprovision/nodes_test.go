@@ -154,7 +154,7 @@ func TestNodeSetRebootModes(t *testing.T) {
 		t.Errorf("RebootModes = %v", got)
 	}
 	tests := []struct {
-		mode     string
+		mode     scenarios.RebootMode
 		downtime time.Duration
 		wantOps  []string
 		rebooted bool
@@ -167,7 +167,7 @@ func TestNodeSetRebootModes(t *testing.T) {
 		{mode: RebootPowerCycle, downtime: 50 * time.Millisecond, wantOps: []string{"destroy", "start"}, rebooted: true},
 	}
 	for _, tt := range tests {
-		t.Run(tt.mode+"/"+tt.downtime.String(), func(t *testing.T) {
+		t.Run(string(tt.mode)+"/"+tt.downtime.String(), func(t *testing.T) {
 			if err := ns.LoadModule(ctx, "vm-1", "bonding"); err != nil {
 				t.Fatal(err)
 			}

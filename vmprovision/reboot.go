@@ -4,24 +4,24 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/bootproof/bootproof/scenarios"
 	"github.com/bootproof/bootproof/vmprovision/agentapi"
 )
 
-// Reboot modes of a VM node.
+// How a VM node does each reboot mode (scenarios defines the modes).
 const (
-	RebootReset      = "reset"       // hard reset
-	RebootGuest      = "guest"       // the agent calls reboot(2)
-	RebootPanic      = "panic"       // kernel panic via sysrq, panic=1
-	RebootPowerCycle = "power-cycle" // destroy, stay off, start
+	RebootReset      = scenarios.RebootReset      // libvirt reset of the domain
+	RebootGuest      = scenarios.RebootGuest      // the agent calls reboot(2)
+	RebootPanic      = scenarios.RebootPanic      // kernel panic via sysrq, panic=1
+	RebootPowerCycle = scenarios.RebootPowerCycle // destroy, stay off, start
 )
 
-// RebootModeNames are the modes a VM NodeSet supports. Pausing a node
-// without a reboot (the negative control) is NodeSet.PauseNode.
-var RebootModeNames = []string{RebootReset, RebootGuest, RebootPanic, RebootPowerCycle}
+// RebootModeNames are the modes a VM NodeSet supports: all of them.
+// Pausing a node without a reboot (the negative control) is
+// NodeSet.PauseNode.
+var RebootModeNames = scenarios.AllRebootModes()
 
 // Default natural boot times (reset to the agent answering in the new
 // boot) until a node has measured its own.
@@ -31,7 +31,7 @@ const (
 )
 
 // RebootModes implements scenarios.RebootModes.
-func (ns *NodeSet) RebootModes() []string { return slices.Clone(RebootModeNames) }
+func (ns *NodeSet) RebootModes() []scenarios.RebootMode { return slices.Clone(RebootModeNames) }
 
 // hold keeps a domain paused for d.
 func hold(ctx context.Context, dom Domain, d time.Duration) error {
@@ -60,7 +60,7 @@ func (ns *NodeSet) CheckReboot(r scenarios.RebootRequest) error {
 	case r.NotReadyFor > 0:
 		return fmt.Errorf("a Ready=False blip at kubelet startup (%s) is not supported by vm nodes", r.NotReadyFor)
 	case r.Mode != "" && !slices.Contains(RebootModeNames, r.Mode):
-		return fmt.Errorf("unknown mode %q: accepted: %s", r.Mode, strings.Join(RebootModeNames, ", "))
+		return fmt.Errorf("unknown mode %q: accepted: %s", r.Mode, scenarios.JoinRebootModes(RebootModeNames))
 	}
 	return nil
 }
@@ -106,7 +106,7 @@ func (ns *NodeSet) Reboot(ctx context.Context, node string, r scenarios.RebootRe
 			err = hold(ctx, n.dom, extra)
 		}
 	case RebootGuest, RebootPanic:
-		path := map[string]string{RebootGuest: agentapi.PathReboot, RebootPanic: agentapi.PathPanic}[mode]
+		path := map[scenarios.RebootMode]string{RebootGuest: agentapi.PathReboot, RebootPanic: agentapi.PathPanic}[mode]
 		if err = ns.post(ctx, n, path); err == nil {
 			err = hold(ctx, n.dom, extra)
 		}

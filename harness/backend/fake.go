@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -146,7 +145,7 @@ func (n *fakeNodes) Reboot(ctx context.Context, node string, r scenarios.RebootR
 		return scenarios.RebootOutcome{}, err
 	}
 	if r.Mode != "" && !slices.Contains(FakeRebootModes, r.Mode) {
-		return scenarios.RebootOutcome{}, fmt.Errorf("simulated node %s: reboot mode %s: accepted: %s", node, r.Mode, strings.Join(FakeRebootModes, ", "))
+		return scenarios.RebootOutcome{}, fmt.Errorf("simulated node %s: reboot mode %s: accepted: %s", node, r.Mode, scenarios.JoinRebootModes(FakeRebootModes))
 	}
 	out := scenarios.RebootOutcome{OldBootID: k.Kernel().BootID()}
 	err = k.Reboot(ctx, fakes.RebootSpec{Downtime: r.Downtime, AfterRenewal: true,
@@ -160,10 +159,10 @@ func (n *fakeNodes) Reboot(ctx context.Context, node string, r scenarios.RebootR
 // is the same simulated reboot (heartbeats stop, the kernel forgets its
 // modules, a new boot ID after the downtime), so scenarios written for VM
 // modes run on simulated nodes too.
-var FakeRebootModes = []string{"reset", "guest", "panic", "power-cycle"}
+var FakeRebootModes = scenarios.AllRebootModes()
 
 // RebootModes implements scenarios.RebootModes.
-func (n *fakeNodes) RebootModes() []string { return slices.Clone(FakeRebootModes) }
+func (n *fakeNodes) RebootModes() []scenarios.RebootMode { return slices.Clone(FakeRebootModes) }
 
 // PauseNode implements scenarios.NodePauser: the node's heartbeats and
 // status updates stop for d; its kernel and boot stay as they were.

@@ -16,15 +16,16 @@ import (
 	"github.com/bootproof/bootproof/scenarios"
 )
 
-// Names of the subjects.
+// Names of the subjects (defined by scenarios, whose expect maps name
+// them).
 const (
-	BootID       = "bootid"
-	Legacy       = "legacy"
-	ExternalName = "external"
+	BootID       = scenarios.SubjectBootID
+	Legacy       = scenarios.SubjectLegacy
+	ExternalName = scenarios.SubjectExternal
 )
 
 // Names lists the accepted subject names.
-var Names = []string{BootID, Legacy, ExternalName}
+var Names = scenarios.KnownSubjects()
 
 // New returns the named subject for cluster c.
 func New(name string, c scenarios.Cluster) (scenarios.Subject, error) {

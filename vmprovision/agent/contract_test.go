@@ -170,7 +170,7 @@ func TestHostGuestContract(t *testing.T) {
 		t.Errorf("guest took %v, want %v", got, want)
 	}
 
-	for _, mode := range []string{vmprovision.RebootGuest, vmprovision.RebootPanic} {
+	for _, mode := range []scenarios.RebootMode{vmprovision.RebootGuest, vmprovision.RebootPanic} {
 		before := g.k.Boots()
 		out, err := ns.Reboot(ctx, "vm-0", scenarios.RebootRequest{Mode: mode})
 		if err != nil {

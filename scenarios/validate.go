@@ -1,0 +1,150 @@
+package scenarios
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Timing profile names (the fakes package's profiles).
+var knownTimings = []string{"fast", "kubelet-defaults"}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
+
+func (s *Scenario) validate(doc *yaml.Node) error {
+	bad := func(field, msg string) error { return &FieldError{Line: lineOf(doc, field), Field: field, Msg: msg} }
+	if !nameRE.MatchString(s.Name) {
+		return bad("name", fmt.Sprintf("%q: accepted: lower-case letters, digits, '-' and '.', e.g. fast-reboot-0.5g", s.Name))
+	}
+	if s.Nodes < 1 || s.Nodes > 1000 {
+		return bad("nodes", fmt.Sprintf("%d: accepted: 1 to 1000", s.Nodes))
+	}
+	if msg := s.validateModules(); msg != "" {
+		return bad("modules", msg)
+	}
+	if s.Timing == "" {
+		s.Timing = "fast"
+	}
+	if !slices.Contains(knownTimings, s.Timing) {
+		return bad("timing", fmt.Sprintf("%q: accepted: %s", s.Timing, strings.Join(knownTimings, ", ")))
+	}
+	switch s.Precondition {
+	case "fast", "slow", "recorded":
+	case "":
+		s.Precondition = "recorded"
+	default:
+		return bad("precondition", fmt.Sprintf("%q: accepted: fast, slow, recorded", s.Precondition))
+	}
+	if !s.Deadline.Set {
+		s.Deadline = Duration{Abs: 30 * time.Second, Set: true}
+	}
+	if msg := s.validateExpect(); msg != "" {
+		return bad("expect", msg)
+	}
+	if len(s.Actions) == 0 {
+		return bad("actions", "at least one action is needed")
+	}
+	if err := s.validateActions(); err != nil {
+		return err
+	}
+	if s.pausedAtEnd() {
+		return bad("actions", "the subject is paused at the end: add resume-subject")
+	}
+	return nil
+}
+
+// validateModules checks the modules and defaults their moduleName.
+func (s *Scenario) validateModules() string {
+	if len(s.Modules) == 0 {
+		return "at least one module is needed"
+	}
+	seen := map[string]bool{}
+	for i := range s.Modules {
+		m := &s.Modules[i]
+		if !nameRE.MatchString(m.Name) {
+			return fmt.Sprintf("modules[%d].name %q: accepted: a DNS-style name", i, m.Name)
+		}
+		if seen[m.Name] {
+			return fmt.Sprintf("module %s listed twice", m.Name)
+		}
+		seen[m.Name] = true
+		if m.ModuleName == "" {
+			m.ModuleName = strings.ReplaceAll(m.Name, "-", "_")
+		}
+		if len(m.LoadingOrder) > 0 && m.LoadingOrder[0] != m.ModuleName {
+			return fmt.Sprintf("modules[%d].loadingOrder must start with moduleName %s", i, m.ModuleName)
+		}
+	}
+	return ""
+}
+
+// validateExpect checks the subjects named in expect and records where
+// each expectation came from.
+func (s *Scenario) validateExpect() string {
+	if len(s.Expect) == 0 {
+		return "say what each subject should get, e.g. {bootid: pass, legacy: fail}"
+	}
+	for subj, v := range s.Expect {
+		if !slices.Contains(KnownSubjects(), subj) {
+			return fmt.Sprintf("unknown subject %q: accepted: %s (a subject file states its own expectations)", subj, strings.Join(KnownSubjects(), ", "))
+		}
+		if subj == SubjectExternal && v.Outcome != Pass {
+			return "external: an external operator is always expected to pass"
+		}
+		v.Source = "scenario " + s.Name
+		s.Expect[subj] = v
+	}
+	return ""
+}
+
+// validateActions checks each action against its kind's rules and the
+// scenario's nodes, and that pause-subject and resume-subject pair up.
+func (s *Scenario) validateActions() error {
+	paused := false
+	for i, a := range s.Actions {
+		at := func(msg string) error {
+			return &FieldError{Line: a.Line, Field: fmt.Sprintf("actions[%d].%s", i, a.Kind), Msg: msg}
+		}
+		for _, idx := range a.On.Indexes {
+			if idx >= s.Nodes {
+				return at(fmt.Sprintf("on: node %d does not exist: the scenario has %d nodes (0 to %d)", idx, s.Nodes, s.Nodes-1))
+			}
+		}
+		if check := actionTable[a.Kind].check; check != nil {
+			if msg := check(s, a); msg != "" {
+				return at(msg)
+			}
+		}
+		switch a.Kind {
+		case ActPauseSubject:
+			if paused {
+				return at("the subject is already paused")
+			}
+			paused = true
+		case ActResumeSubject:
+			if !paused {
+				return at("the subject is not paused")
+			}
+			paused = false
+		}
+	}
+	return nil
+}
+
+// pausedAtEnd reports whether the timeline leaves the subject paused.
+func (s *Scenario) pausedAtEnd() bool {
+	paused := false
+	for _, a := range s.Actions {
+		switch a.Kind {
+		case ActPauseSubject:
+			paused = true
+		case ActResumeSubject:
+			paused = false
+		}
+	}
+	return paused
+}
