@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -134,9 +133,9 @@ func start(ctx context.Context, cfg Config, bins Binaries) (_ *ControlPlane, ret
 			return nil, fmt.Errorf("create run directory: %w", err)
 		}
 	}
+	l := newLayout(cp.dir)
 	// etcd keeps its data in a fresh directory per start.
-	etcdData := filepath.Join(cp.dir, "etcd-data")
-	if err := os.RemoveAll(etcdData); err != nil {
+	if err := os.RemoveAll(l.etcdData); err != nil {
 		return nil, fmt.Errorf("clear etcd data: %w", err)
 	}
 
@@ -144,90 +143,35 @@ func start(ctx context.Context, cfg Config, bins Binaries) (_ *ControlPlane, ret
 	if err != nil {
 		return nil, err
 	}
-	etcdPort, peerPort, apiPort, kcmPort := ports[0], ports[1], ports[2], ports[3]
-	cp.ports = map[string]int{"etcd-client": etcdPort, "etcd-peer": peerPort, BinKubeAPIServer: apiPort, BinKubeControllerManager: kcmPort}
-	cp.apiURL = "https://127.0.0.1:" + strconv.Itoa(apiPort)
-	cp.kcmURL = "https://127.0.0.1:" + strconv.Itoa(kcmPort)
+	l.ports = portSet{etcdClient: ports[0], etcdPeer: ports[1], apiServer: ports[2], controllerManager: ports[3]}
+	cp.ports = l.ports.byName()
+	cp.apiURL = l.apiServerURL()
+	cp.kcmURL = l.controllerManagerURL()
 
-	pki, err := cp.writePKI()
-	if err != nil {
+	if err := cp.writePKI(l.pki); err != nil {
 		return nil, err
 	}
 
-	// etcd: TLS with client certificates from its own CA, so no identity of
-	// the cluster CA (nodes, admin) can reach it; only the API server holds
-	// an etcd client certificate.
-	etcdURL := "https://127.0.0.1:" + strconv.Itoa(etcdPort)
-	peerURL := "https://127.0.0.1:" + strconv.Itoa(peerPort)
-	etcdArgs := []string{
-		"--name=bootproof",
-		"--data-dir=" + etcdData,
-		"--listen-client-urls=" + etcdURL,
-		"--advertise-client-urls=" + etcdURL,
-		"--listen-peer-urls=" + peerURL,
-		"--initial-advertise-peer-urls=" + peerURL,
-		"--initial-cluster=bootproof=" + peerURL,
-		"--client-cert-auth",
-		"--trusted-ca-file=" + pki.etcdCA,
-		"--cert-file=" + pki.etcdServerCert,
-		"--key-file=" + pki.etcdServerKey,
-		"--peer-client-cert-auth",
-		"--peer-trusted-ca-file=" + pki.etcdCA,
-		"--peer-cert-file=" + pki.etcdServerCert,
-		"--peer-key-file=" + pki.etcdServerKey,
-		// The data lives for one run; fsync only slows every heartbeat.
-		"--unsafe-no-fsync",
-		"--log-level=warn",
-	}
 	deadline, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
 	defer cancel()
 
+	etcdURL := l.etcdURL()
 	log.V(1).Info("starting process", "process", BinEtcd, "url", etcdURL)
-	etcdClient, err := tlsClient(pki.etcdCAPEM, pki.apiEtcdClientCert, pki.apiEtcdClientKey)
+	etcdClient, err := tlsClient(cp.etcdCA.CertPEM, l.pki.apiEtcdClientCert, l.pki.apiEtcdClientKey)
 	if err != nil {
 		return nil, err
 	}
 	cp.etcdURL, cp.etcdClient = etcdURL, etcdClient
-	if _, err := cp.spawnReady(deadline, procSpec{name: BinEtcd, bin: bins.Etcd, args: etcdArgs, client: etcdClient, health: etcdURL + "/health"}); err != nil {
+	if _, err := cp.spawnReady(deadline, procSpec{name: BinEtcd, bin: bins.Etcd, args: etcdArgs(l), client: etcdClient, health: etcdURL + "/health"}); err != nil {
 		return nil, err
 	}
 
-	apiArgs := []string{
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(apiPort),
-		"--etcd-servers=" + etcdURL,
-		"--etcd-cafile=" + pki.etcdCA,
-		"--etcd-certfile=" + pki.apiEtcdClientCert,
-		"--etcd-keyfile=" + pki.apiEtcdClientKey,
-		"--tls-cert-file=" + pki.apiServingCert,
-		"--tls-private-key-file=" + pki.apiServingKey,
-		"--client-ca-file=" + pki.ca,
-		"--authorization-mode=Node,RBAC",
-		"--enable-admission-plugins=NodeRestriction",
-		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file=" + pki.saPub,
-		"--service-account-signing-key-file=" + pki.saKey,
-		"--service-cluster-ip-range=10.0.0.0/24",
-		"--allow-privileged=true",
-		"--profiling=false",
-		"--endpoint-reconciler-type=none",
-		// The aggregation layer's request-header identity, as kubeadm sets
-		// it; without it every client of the API logs a missing CA bundle.
-		"--requestheader-client-ca-file=" + pki.frontProxyCA,
-		"--requestheader-allowed-names=front-proxy-client",
-		"--requestheader-username-headers=X-Remote-User",
-		"--requestheader-group-headers=X-Remote-Group",
-		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
-		"--proxy-client-cert-file=" + pki.proxyClientCert,
-		"--proxy-client-key-file=" + pki.proxyClientKey,
-	}
 	log.V(1).Info("starting process", "process", BinKubeAPIServer, "url", cp.apiURL)
 	admin, err := cp.ca.Issue(CertRequest{CommonName: "bootproof-admin", Organizations: []string{"system:masters"}, Client: true})
 	if err != nil {
 		return nil, err
 	}
-	cp.kubeconf = filepath.Join(cp.dir, "kubeconfig")
+	cp.kubeconf = l.adminKubeconfig
 	if err := writeKubeconfig(cp.kubeconf, cp.apiURL, "bootproof-admin", cp.ca.CertPEM, admin); err != nil {
 		return nil, err
 	}
@@ -236,7 +180,7 @@ func start(ctx context.Context, cfg Config, bins Binaries) (_ *ControlPlane, ret
 	if err != nil {
 		return nil, fmt.Errorf("admin client: %w", err)
 	}
-	if _, err := cp.spawnReady(deadline, procSpec{name: BinKubeAPIServer, bin: bins.KubeAPIServer, args: apiArgs, client: adminHTTP, health: cp.apiURL + "/readyz"}); err != nil {
+	if _, err := cp.spawnReady(deadline, procSpec{name: BinKubeAPIServer, bin: bins.KubeAPIServer, args: apiServerArgs(l), client: adminHTTP, health: cp.apiURL + "/readyz"}); err != nil {
 		return nil, err
 	}
 
@@ -244,38 +188,15 @@ func start(ctx context.Context, cfg Config, bins Binaries) (_ *ControlPlane, ret
 	if err != nil {
 		return nil, err
 	}
-	kcmKubeconfig := filepath.Join(cp.dir, "kube-controller-manager.kubeconfig")
-	if err := writeKubeconfig(kcmKubeconfig, cp.apiURL, "system:kube-controller-manager", cp.ca.CertPEM, kcmClient); err != nil {
+	if err := writeKubeconfig(l.kcmKubeconfig, cp.apiURL, "system:kube-controller-manager", cp.ca.CertPEM, kcmClient); err != nil {
 		return nil, err
-	}
-	kcmArgs := []string{
-		"--kubeconfig=" + kcmKubeconfig,
-		"--authentication-kubeconfig=" + kcmKubeconfig,
-		"--authorization-kubeconfig=" + kcmKubeconfig,
-		"--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(kcmPort),
-		"--tls-cert-file=" + pki.kcmServingCert,
-		"--tls-private-key-file=" + pki.kcmServingKey,
-		"--client-ca-file=" + pki.ca,
-		"--root-ca-file=" + pki.ca,
-		"--service-account-private-key-file=" + pki.saKey,
-		"--cluster-signing-cert-file=" + pki.ca,
-		"--cluster-signing-key-file=" + pki.caKey,
-		"--use-service-account-credentials=true",
-		// Leader election as kubeadm runs it: the harness watches the
-		// leader Lease's renewals on every cluster, this one included.
-		"--leader-elect=true",
-		"--controllers=" + cfg.controllersFlag(),
-		"--node-monitor-grace-period=" + cfg.GracePeriod.String(),
-		"--node-monitor-period=" + cfg.MonitorPeriod.String(),
-		"--profiling=false",
 	}
 	log.V(1).Info("starting process", "process", BinKubeControllerManager, "url", cp.kcmURL)
 	kcmHTTP, err := tlsClient(cp.ca.CertPEM, "", "")
 	if err != nil {
 		return nil, err
 	}
-	if _, err := cp.spawnReady(deadline, procSpec{name: BinKubeControllerManager, bin: bins.KubeControllerManager, args: kcmArgs, client: kcmHTTP, health: cp.kcmURL + "/healthz"}); err != nil {
+	if _, err := cp.spawnReady(deadline, procSpec{name: BinKubeControllerManager, bin: bins.KubeControllerManager, args: controllerManagerArgs(cfg, l), client: kcmHTTP, health: cp.kcmURL + "/healthz"}); err != nil {
 		return nil, err
 	}
 	if err := cp.waitBootstrap(deadline); err != nil {
