@@ -58,8 +58,9 @@ func searchDirs(binDir string) []string {
 	return dirs
 }
 
-// FindBinaries locates the three control-plane binaries. The error names
-// every directory searched and how to get the binaries.
+// FindBinaries locates the three control-plane binaries. Its error, a
+// *BinariesNotFoundError, names every directory searched and how to get
+// the binaries.
 func FindBinaries(binDir string) (Binaries, error) {
 	dirs := searchDirs(binDir)
 	var b Binaries
@@ -84,8 +85,22 @@ func FindBinaries(binDir string) (Binaries, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return b, fmt.Errorf("control-plane binaries not found: %s (searched %s); build them with 'make controlplane' or point --bin-dir (or $%s) at a directory that has them",
-			strings.Join(missing, ", "), strings.Join(dirs, ", "), EnvBinDir)
+		return b, &BinariesNotFoundError{Missing: missing, Searched: dirs}
 	}
 	return b, nil
+}
+
+// BinariesNotFoundError is FindBinaries' error: which binaries are
+// missing and where it looked. A command line can add the flag that sets
+// the directory (Config.BinDir).
+type BinariesNotFoundError struct {
+	// Missing are the binary names not found (BinEtcd, ...).
+	Missing []string
+	// Searched are the directories looked in, in order.
+	Searched []string
+}
+
+func (e *BinariesNotFoundError) Error() string {
+	return fmt.Sprintf("control-plane binaries not found: %s (searched %s); build them with 'make controlplane' or name a directory that has them (Config.BinDir or $%s)",
+		strings.Join(e.Missing, ", "), strings.Join(e.Searched, ", "), EnvBinDir)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -37,16 +38,24 @@ func TestFindBinaries(t *testing.T) {
 	}
 
 	_, err = FindBinaries(partial)
-	if err == nil {
-		t.Fatal("FindBinaries(partial) succeeded, want error")
+	var nf *BinariesNotFoundError
+	if !errors.As(err, &nf) {
+		t.Fatalf("FindBinaries(partial) = %v, want a *BinariesNotFoundError", err)
 	}
-	for _, want := range []string{"kube-apiserver, kube-controller-manager", partial, "make controlplane", "--bin-dir", EnvBinDir} {
+	if !slices.Equal(nf.Missing, []string{BinKubeAPIServer, BinKubeControllerManager}) || !slices.Equal(nf.Searched, []string{partial}) {
+		t.Errorf("BinariesNotFoundError = %+v, want kube-apiserver and kube-controller-manager missing from %s", nf, partial)
+	}
+	for _, want := range []string{"kube-apiserver, kube-controller-manager", partial, "make controlplane", "Config.BinDir", EnvBinDir} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
 	}
 	if strings.Contains(err.Error(), "etcd,") {
 		t.Errorf("error %q names etcd, which is present", err)
+	}
+	// The library names Config fields; flags are the command line's.
+	if strings.Contains(err.Error(), "--") {
+		t.Errorf("error %q names a command-line flag", err)
 	}
 }
 

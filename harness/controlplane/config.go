@@ -140,17 +140,22 @@ type Config struct {
 	ExtraArgs map[string][]string
 }
 
-// ConfigError is a configuration value that was not accepted. Flag is the
-// command-line flag that sets the field, so CLI users see what to change.
+// ConfigError is a configuration value that was not accepted. A command
+// line maps Field to the flag that sets it, so its users see what to
+// change; the message names only the field.
 type ConfigError struct {
-	Field    string
-	Flag     string
-	Value    string
+	// Field is the Config field: GracePeriod, MonitorPeriod, Controllers,
+	// StartTimeout, StopTimeout, ExtraArgs or BinDir.
+	Field string
+	// Value is the value not accepted (for Controllers the one name, for
+	// ExtraArgs the process name).
+	Value string
+	// Accepted says, in words, what would be.
 	Accepted string
 }
 
 func (e *ConfigError) Error() string {
-	return fmt.Sprintf("invalid %s %q (%s): accepted: %s", e.Flag, e.Value, e.Field, e.Accepted)
+	return fmt.Sprintf("invalid %s %q: accepted: %s", e.Field, e.Value, e.Accepted)
 }
 
 // Default returns a copy of c with every unset field filled in.
@@ -183,12 +188,12 @@ func (c Config) Default() Config {
 // defaulted Config.
 func (c Config) Validate() error {
 	if c.GracePeriod < time.Second {
-		return &ConfigError{Field: "GracePeriod", Flag: "--grace-period", Value: c.GracePeriod.String(),
-			Accepted: "a duration of at least 1s, longer than --monitor-period (e.g. 8s; Kubernetes' default is 50s)"}
+		return &ConfigError{Field: "GracePeriod", Value: c.GracePeriod.String(),
+			Accepted: "a duration of at least 1s, longer than the monitor period (e.g. 8s; Kubernetes' default is 50s)"}
 	}
 	if c.MonitorPeriod <= 0 || c.MonitorPeriod >= c.GracePeriod {
-		return &ConfigError{Field: "MonitorPeriod", Flag: "--monitor-period", Value: c.MonitorPeriod.String(),
-			Accepted: fmt.Sprintf("a positive duration shorter than --grace-period %s (e.g. 1s; Kubernetes' default is 5s)", c.GracePeriod)}
+		return &ConfigError{Field: "MonitorPeriod", Value: c.MonitorPeriod.String(),
+			Accepted: fmt.Sprintf("a positive duration shorter than the grace period %s (e.g. 1s; Kubernetes' default is 5s)", c.GracePeriod)}
 	}
 	for _, name := range c.Controllers {
 		if _, err := canonicalController(name); err != nil {
@@ -196,21 +201,21 @@ func (c Config) Validate() error {
 		}
 	}
 	if c.StartTimeout <= 0 {
-		return &ConfigError{Field: "StartTimeout", Flag: "--start-timeout", Value: c.StartTimeout.String(), Accepted: "a positive duration"}
+		return &ConfigError{Field: "StartTimeout", Value: c.StartTimeout.String(), Accepted: "a positive duration"}
 	}
 	if c.StopTimeout <= 0 {
-		return &ConfigError{Field: "StopTimeout", Flag: "--stop-timeout", Value: c.StopTimeout.String(), Accepted: "a positive duration"}
+		return &ConfigError{Field: "StopTimeout", Value: c.StopTimeout.String(), Accepted: "a positive duration"}
 	}
 	for name := range c.ExtraArgs {
 		if name != BinEtcd && name != BinKubeAPIServer && name != BinKubeControllerManager {
-			return &ConfigError{Field: "ExtraArgs", Flag: "ExtraArgs", Value: name,
+			return &ConfigError{Field: "ExtraArgs", Value: name,
 				Accepted: strings.Join([]string{BinEtcd, BinKubeAPIServer, BinKubeControllerManager}, ", ")}
 		}
 	}
 	if c.BinDir != "" {
 		st, err := os.Stat(c.BinDir)
 		if err != nil || !st.IsDir() {
-			return &ConfigError{Field: "BinDir", Flag: "--bin-dir", Value: c.BinDir,
+			return &ConfigError{Field: "BinDir", Value: c.BinDir,
 				Accepted: "an existing directory holding etcd, kube-apiserver and kube-controller-manager (build them with 'make controlplane'); the value may come from $" + EnvBinDir}
 		}
 	}
@@ -229,7 +234,7 @@ func canonicalController(name string) (string, error) {
 		base = alias
 	}
 	if !slices.Contains(KnownControllers, base) {
-		return "", &ConfigError{Field: "Controllers", Flag: "--controllers", Value: name,
+		return "", &ConfigError{Field: "Controllers", Value: name,
 			Accepted: "'*' or these names, each optionally prefixed with '-': " + strings.Join(KnownControllers, ", ")}
 	}
 	if neg {

@@ -29,23 +29,27 @@ func TestConfigValidate(t *testing.T) {
 	t.Setenv(EnvBinDir, "")
 	dir := t.TempDir()
 	tests := []struct {
-		name     string
-		cfg      Config
-		wantFlag string // empty: valid
-		wantText string
+		name      string
+		cfg       Config
+		wantField string // empty: valid
+		wantValue string
+		wantText  string
 	}{
 		{name: "valid short periods", cfg: Config{GracePeriod: 6 * time.Second, MonitorPeriod: time.Second, BinDir: dir}},
 		{name: "old controller alias", cfg: Config{Controllers: []string{"nodelifecycle", "-podgc", "*"}}},
-		{name: "negative grace period", cfg: Config{GracePeriod: -time.Second}, wantFlag: "--grace-period", wantText: "at least 1s"},
-		{name: "grace shorter than monitor", cfg: Config{GracePeriod: 2 * time.Second, MonitorPeriod: 3 * time.Second}, wantFlag: "--monitor-period", wantText: "shorter than --grace-period"},
-		{name: "negative monitor period", cfg: Config{MonitorPeriod: -time.Second}, wantFlag: "--monitor-period", wantText: "positive duration"},
-		{name: "unknown controller", cfg: Config{Controllers: []string{"node-lifecycle-controller", "bogus"}}, wantFlag: "--controllers", wantText: "node-lifecycle-controller"},
-		{name: "missing bin dir", cfg: Config{BinDir: dir + "/nope"}, wantFlag: "--bin-dir", wantText: "make controlplane"},
+		{name: "negative grace period", cfg: Config{GracePeriod: -time.Second}, wantField: "GracePeriod", wantValue: "-1s", wantText: "at least 1s"},
+		{name: "grace shorter than monitor", cfg: Config{GracePeriod: 2 * time.Second, MonitorPeriod: 3 * time.Second}, wantField: "MonitorPeriod", wantValue: "3s", wantText: "shorter than the grace period 2s"},
+		{name: "negative monitor period", cfg: Config{MonitorPeriod: -time.Second}, wantField: "MonitorPeriod", wantValue: "-1s", wantText: "positive duration"},
+		{name: "unknown controller", cfg: Config{Controllers: []string{"node-lifecycle-controller", "bogus"}}, wantField: "Controllers", wantValue: "bogus", wantText: "node-lifecycle-controller"},
+		{name: "negative start timeout", cfg: Config{StartTimeout: -time.Second}, wantField: "StartTimeout", wantValue: "-1s", wantText: "positive duration"},
+		{name: "negative stop timeout", cfg: Config{StopTimeout: -time.Second}, wantField: "StopTimeout", wantValue: "-1s", wantText: "positive duration"},
+		{name: "extra args of another process", cfg: Config{ExtraArgs: map[string][]string{"kubelet": {"--v=2"}}}, wantField: "ExtraArgs", wantValue: "kubelet", wantText: "etcd, kube-apiserver, kube-controller-manager"},
+		{name: "missing bin dir", cfg: Config{BinDir: dir + "/nope"}, wantField: "BinDir", wantValue: dir + "/nope", wantText: "make controlplane"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.Default().Validate()
-			if tc.wantFlag == "" {
+			if tc.wantField == "" {
 				if err != nil {
 					t.Fatalf("Validate() = %v, want nil", err)
 				}
@@ -55,15 +59,22 @@ func TestConfigValidate(t *testing.T) {
 			if !errors.As(err, &ce) {
 				t.Fatalf("Validate() = %v, want a *ConfigError", err)
 			}
+			if ce.Field != tc.wantField || ce.Value != tc.wantValue {
+				t.Errorf("ConfigError field %s value %q, want %s %q", ce.Field, ce.Value, tc.wantField, tc.wantValue)
+			}
 			msg := err.Error()
-			if ce.Flag != tc.wantFlag || !strings.Contains(msg, tc.wantFlag) {
-				t.Errorf("error %q does not name flag %s", msg, tc.wantFlag)
+			if !strings.HasPrefix(msg, "invalid "+tc.wantField+" ") {
+				t.Errorf("error %q does not name field %s", msg, tc.wantField)
 			}
 			if !strings.Contains(msg, tc.wantText) {
 				t.Errorf("error %q does not say %q", msg, tc.wantText)
 			}
 			if !strings.Contains(msg, "accepted:") {
 				t.Errorf("error %q does not say what is accepted", msg)
+			}
+			// The library names Config fields; flags are the command line's.
+			if strings.Contains(msg, "--") {
+				t.Errorf("error %q names a command-line flag", msg)
 			}
 			if strings.Contains(msg, "\n") {
 				t.Errorf("error spans lines: %q", msg)

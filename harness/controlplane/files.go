@@ -16,7 +16,6 @@ import (
 type pkiFiles struct {
 	ca, caKey                           string
 	etcdCA                              string
-	etcdCAPEM                           []byte
 	etcdServerCert, etcdServerKey       string
 	apiEtcdClientCert, apiEtcdClientKey string
 	apiServingCert, apiServingKey       string
@@ -24,6 +23,24 @@ type pkiFiles struct {
 	saKey, saPub                        string
 	frontProxyCA                        string
 	proxyClientCert, proxyClientKey     string
+}
+
+// pkiPaths names every PKI file under dir (the run directory's pki/).
+func pkiPaths(dir string) pkiFiles {
+	f := pkiFiles{
+		ca:           filepath.Join(dir, "ca.crt"),
+		caKey:        filepath.Join(dir, "ca.key"),
+		etcdCA:       filepath.Join(dir, "etcd-ca.crt"),
+		frontProxyCA: filepath.Join(dir, "front-proxy-ca.crt"),
+		saKey:        filepath.Join(dir, "sa.key"),
+		saPub:        filepath.Join(dir, "sa.pub"),
+	}
+	f.proxyClientCert, f.proxyClientKey = keyPairPaths(dir, "front-proxy-client")
+	f.etcdServerCert, f.etcdServerKey = keyPairPaths(dir, "etcd-server")
+	f.apiEtcdClientCert, f.apiEtcdClientKey = keyPairPaths(dir, "apiserver-etcd-client")
+	f.apiServingCert, f.apiServingKey = keyPairPaths(dir, "apiserver")
+	f.kcmServingCert, f.kcmServingKey = keyPairPaths(dir, "kube-controller-manager")
+	return f
 }
 
 // apiServerSANs are the names the API server's certificate covers: loopback,
@@ -35,77 +52,68 @@ func apiServerIPs() []net.IP {
 }
 
 // writePKI creates the cluster CA, a separate etcd CA and every
-// certificate the processes need, under <dir>/pki.
-func (cp *ControlPlane) writePKI() (*pkiFiles, error) {
-	dir := filepath.Join(cp.dir, "pki")
-	var f pkiFiles
+// certificate the processes need, at the paths f names.
+func (cp *ControlPlane) writePKI(f pkiFiles) error {
 	var err error
 	if cp.ca, err = NewCA("bootproof-ca"); err != nil {
-		return nil, err
+		return err
 	}
 	if cp.etcdCA, err = NewCA("bootproof-etcd-ca"); err != nil {
-		return nil, err
+		return err
 	}
-	f.ca = filepath.Join(dir, "ca.crt")
-	f.etcdCA = filepath.Join(dir, "etcd-ca.crt")
-	f.etcdCAPEM = cp.etcdCA.CertPEM
 	if err := os.WriteFile(f.ca, cp.ca.CertPEM, 0o644); err != nil {
-		return nil, fmt.Errorf("write CA: %w", err)
+		return fmt.Errorf("write CA: %w", err)
 	}
 	caKey, err := x509.MarshalPKCS8PrivateKey(cp.ca.Key)
 	if err != nil {
-		return nil, fmt.Errorf("encode CA key: %w", err)
+		return fmt.Errorf("encode CA key: %w", err)
 	}
-	f.caKey = filepath.Join(dir, "ca.key")
 	// kube-controller-manager signs approved CertificateSigningRequests
 	// with the cluster CA, as kubeadm clusters do.
 	if err := os.WriteFile(f.caKey, pemBlock("PRIVATE KEY", caKey), 0o600); err != nil {
-		return nil, fmt.Errorf("write CA key: %w", err)
+		return fmt.Errorf("write CA key: %w", err)
 	}
 	if err := os.WriteFile(f.etcdCA, cp.etcdCA.CertPEM, 0o644); err != nil {
-		return nil, fmt.Errorf("write etcd CA: %w", err)
+		return fmt.Errorf("write etcd CA: %w", err)
 	}
 	loop := []net.IP{net.ParseIP("127.0.0.1")}
-	issue := func(ca *CA, name string, req CertRequest, cert, key *string) error {
+	issue := func(ca *CA, req CertRequest, cert, key string) error {
 		kp, err := ca.Issue(req)
 		if err != nil {
 			return err
 		}
-		*cert, *key, err = kp.WriteFiles(dir, name)
-		return err
+		return kp.writeTo(cert, key)
 	}
 	frontProxyCA, err := NewCA("bootproof-front-proxy-ca")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	f.frontProxyCA = filepath.Join(dir, "front-proxy-ca.crt")
 	if err := os.WriteFile(f.frontProxyCA, frontProxyCA.CertPEM, 0o644); err != nil {
-		return nil, fmt.Errorf("write front-proxy CA: %w", err)
+		return fmt.Errorf("write front-proxy CA: %w", err)
 	}
 	steps := []error{
-		issue(frontProxyCA, "front-proxy-client", CertRequest{CommonName: "front-proxy-client", Client: true}, &f.proxyClientCert, &f.proxyClientKey),
-		issue(cp.etcdCA, "etcd-server", CertRequest{CommonName: "etcd", DNSNames: []string{"localhost"}, IPs: loop, Server: true, Client: true}, &f.etcdServerCert, &f.etcdServerKey),
-		issue(cp.etcdCA, "apiserver-etcd-client", CertRequest{CommonName: "kube-apiserver-etcd-client", Client: true}, &f.apiEtcdClientCert, &f.apiEtcdClientKey),
-		issue(cp.ca, "apiserver", CertRequest{CommonName: "kube-apiserver", DNSNames: apiServerDNSNames, IPs: apiServerIPs(), Server: true}, &f.apiServingCert, &f.apiServingKey),
-		issue(cp.ca, "kube-controller-manager", CertRequest{CommonName: "kube-controller-manager", DNSNames: []string{"localhost"}, IPs: loop, Server: true}, &f.kcmServingCert, &f.kcmServingKey),
+		issue(frontProxyCA, CertRequest{CommonName: "front-proxy-client", Client: true}, f.proxyClientCert, f.proxyClientKey),
+		issue(cp.etcdCA, CertRequest{CommonName: "etcd", DNSNames: []string{"localhost"}, IPs: loop, Server: true, Client: true}, f.etcdServerCert, f.etcdServerKey),
+		issue(cp.etcdCA, CertRequest{CommonName: "kube-apiserver-etcd-client", Client: true}, f.apiEtcdClientCert, f.apiEtcdClientKey),
+		issue(cp.ca, CertRequest{CommonName: "kube-apiserver", DNSNames: apiServerDNSNames, IPs: apiServerIPs(), Server: true}, f.apiServingCert, f.apiServingKey),
+		issue(cp.ca, CertRequest{CommonName: "kube-controller-manager", DNSNames: []string{"localhost"}, IPs: loop, Server: true}, f.kcmServingCert, f.kcmServingKey),
 	}
 	for _, err := range steps {
 		if err != nil {
-			return nil, fmt.Errorf("write PKI: %w", err)
+			return fmt.Errorf("write PKI: %w", err)
 		}
 	}
 	keyPEM, pubPEM, err := NewServiceAccountKey()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	f.saKey, f.saPub = filepath.Join(dir, "sa.key"), filepath.Join(dir, "sa.pub")
 	if err := os.WriteFile(f.saKey, keyPEM, 0o600); err != nil {
-		return nil, fmt.Errorf("write service-account key: %w", err)
+		return fmt.Errorf("write service-account key: %w", err)
 	}
 	if err := os.WriteFile(f.saPub, pubPEM, 0o644); err != nil {
-		return nil, fmt.Errorf("write service-account key: %w", err)
+		return fmt.Errorf("write service-account key: %w", err)
 	}
-	return &f, nil
+	return nil
 }
 
 // writeKubeconfig writes a self-contained kubeconfig (certificates inline)

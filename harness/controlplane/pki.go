@@ -139,15 +139,27 @@ func (ca *CA) Issue(req CertRequest) (*KeyPair, error) {
 // WriteFiles writes the pair as <dir>/<name>.crt and <dir>/<name>.key (0600)
 // and returns both paths.
 func (kp *KeyPair) WriteFiles(dir, name string) (certPath, keyPath string, err error) {
-	certPath = filepath.Join(dir, name+".crt")
-	keyPath = filepath.Join(dir, name+".key")
-	if err := os.WriteFile(certPath, kp.CertPEM, 0o644); err != nil {
-		return "", "", fmt.Errorf("write certificate: %w", err)
-	}
-	if err := os.WriteFile(keyPath, kp.KeyPEM, 0o600); err != nil {
-		return "", "", fmt.Errorf("write key: %w", err)
+	certPath, keyPath = keyPairPaths(dir, name)
+	if err := kp.writeTo(certPath, keyPath); err != nil {
+		return "", "", err
 	}
 	return certPath, keyPath, nil
+}
+
+// keyPairPaths are the paths WriteFiles writes a pair named name to.
+func keyPairPaths(dir, name string) (certPath, keyPath string) {
+	return filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+}
+
+// writeTo writes the certificate to certPath and the key to keyPath (0600).
+func (kp *KeyPair) writeTo(certPath, keyPath string) error {
+	if err := os.WriteFile(certPath, kp.CertPEM, 0o644); err != nil {
+		return fmt.Errorf("write certificate: %w", err)
+	}
+	if err := os.WriteFile(keyPath, kp.KeyPEM, 0o600); err != nil {
+		return fmt.Errorf("write key: %w", err)
+	}
+	return nil
 }
 
 // NewServiceAccountKey returns a PEM-encoded private key and its public key,

@@ -29,6 +29,22 @@ func (cp *ControlPlane) Outages() []Outage {
 	return slices.Clone(cp.outages)
 }
 
+// Died is closed when the plane is dead: a process that ended on its own
+// could not be started again, or more processes ended than
+// Config.MaxRestarts allows (see Outages for those restarted). Err then
+// says which and why.
+func (cp *ControlPlane) Died() <-chan struct{} { return cp.died }
+
+// Err returns why the control plane died, or nil.
+func (cp *ControlPlane) Err() error {
+	select {
+	case <-cp.died:
+		return cp.diedErr
+	default:
+		return nil
+	}
+}
+
 // supervise starts again a process that ends on its own, up to
 // Config.MaxRestarts times in all, and records each outage. When a
 // process cannot be started again, or past the limit, the plane is dead:
