@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/bootproof/bootproof/scenarios"
 )
 
 // The control socket lets a person drive a running fleet by hand: the
@@ -176,7 +178,7 @@ func (c *ControlClient) do(ctx context.Context, method, path string, body []byte
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("control socket %s: %w (is 'bootproof nodes run' running with this --control-socket?)", c.Path, err)
+		return nil, &scenarios.InputError{Field: "ControlSocket", Value: c.Path, Err: err, Reason: "is a fleet serving this socket?"}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)

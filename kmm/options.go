@@ -70,17 +70,19 @@ type Options struct {
 	Clock clock.PassiveClock
 }
 
-// OptionsError is an option value that was not accepted. Flag is the
-// 'bootproof kmm' flag that sets the field.
+// OptionsError is an option value that was not accepted. Field is the
+// Options field; a command line maps it to the flag that sets it.
 type OptionsError struct {
 	Field    string
-	Flag     string
 	Value    string
 	Accepted string
 }
 
-func (e *OptionsError) Error() string {
-	return fmt.Sprintf("invalid %s %q (%s): accepted: %s", e.Flag, e.Value, e.Field, e.Accepted)
+func (e *OptionsError) Error() string { return e.Render(e.Field) }
+
+// Render writes the error naming the option name (a flag, or the field).
+func (e *OptionsError) Render(name string) string {
+	return fmt.Sprintf("invalid %s %q: accepted: %s", name, e.Value, e.Accepted)
 }
 
 // Default returns a copy of o with every unset field filled in.
@@ -114,11 +116,11 @@ func (o Options) Default() Options {
 // defaulted Options.
 func (o Options) Validate() error {
 	if !detect.Known(o.Detector) {
-		return &OptionsError{Field: "Detector", Flag: "--detector", Value: o.Detector,
+		return &OptionsError{Field: "Detector", Value: o.Detector,
 			Accepted: strings.Join(detect.Names, ", ") + " (bootid compares boot IDs; legacy is the negative control that misses fast reboots)"}
 	}
 	if o.MaxConcurrentReconciles < 1 {
-		return &OptionsError{Field: "MaxConcurrentReconciles", Flag: "--max-concurrent-reconciles", Value: fmt.Sprint(o.MaxConcurrentReconciles),
+		return &OptionsError{Field: "MaxConcurrentReconciles", Value: fmt.Sprint(o.MaxConcurrentReconciles),
 			Accepted: "1 or more"}
 	}
 	if !slices.Contains(controller.BootSources, controller.BootSource(o.RecordBootFrom)) {
@@ -126,22 +128,22 @@ func (o Options) Validate() error {
 		for i, s := range controller.BootSources {
 			names[i] = string(s)
 		}
-		return &OptionsError{Field: "RecordBootFrom", Flag: "--record-boot-from", Value: o.RecordBootFrom,
+		return &OptionsError{Field: "RecordBootFrom", Value: o.RecordBootFrom,
 			Accepted: strings.Join(names, ", ") + " (worker reads the worker's termination message; node is the recording bug kept as a control)"}
 	}
 	for _, ns := range o.WorkerNamespaces {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-			return &OptionsError{Field: "WorkerNamespaces", Flag: "--worker-namespace", Value: ns,
+			return &OptionsError{Field: "WorkerNamespaces", Value: ns,
 				Accepted: "namespace names (DNS-1123 labels): " + strings.Join(errs, "; ")}
 		}
 	}
 	if o.LeaderElection {
 		if errs := validation.IsDNS1123Label(o.LeaderElectionNamespace); len(errs) > 0 {
-			return &OptionsError{Field: "LeaderElectionNamespace", Flag: "--leader-election-namespace", Value: o.LeaderElectionNamespace,
+			return &OptionsError{Field: "LeaderElectionNamespace", Value: o.LeaderElectionNamespace,
 				Accepted: "a namespace name (DNS-1123 label)"}
 		}
 		if errs := validation.IsDNS1123Subdomain(o.LeaderElectionID); len(errs) > 0 {
-			return &OptionsError{Field: "LeaderElectionID", Flag: "--leader-election-id", Value: o.LeaderElectionID,
+			return &OptionsError{Field: "LeaderElectionID", Value: o.LeaderElectionID,
 				Accepted: "a Lease name (DNS-1123 subdomain)"}
 		}
 	}

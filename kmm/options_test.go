@@ -27,10 +27,10 @@ func TestOptionsValidate(t *testing.T) {
 		o    kmm.Options
 		want []string
 	}{
-		{"unknown detector", kmm.Options{Detector: "ready"}, []string{"--detector", `"ready"`, "bootid", "legacy"}},
-		{"unknown boot source", kmm.Options{RecordBootFrom: "lease"}, []string{"--record-boot-from", `"lease"`, "worker", "node"}},
-		{"bad worker namespace", kmm.Options{WorkerNamespaces: []string{"Kmm_System"}}, []string{"--worker-namespace", "Kmm_System"}},
-		{"bad leader election namespace", kmm.Options{LeaderElection: true, LeaderElectionNamespace: "a/b"}, []string{"--leader-election-namespace"}},
+		{"unknown detector", kmm.Options{Detector: "ready"}, []string{"Detector", `"ready"`, "bootid", "legacy"}},
+		{"unknown boot source", kmm.Options{RecordBootFrom: "lease"}, []string{"RecordBootFrom", `"lease"`, "worker", "node"}},
+		{"bad worker namespace", kmm.Options{WorkerNamespaces: []string{"Kmm_System"}}, []string{"WorkerNamespaces", "Kmm_System"}},
+		{"bad leader election namespace", kmm.Options{LeaderElection: true, LeaderElectionNamespace: "a/b"}, []string{"LeaderElectionNamespace"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

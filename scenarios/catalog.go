@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -47,7 +48,7 @@ func Select(all []*Scenario, globs, labels []string) ([]*Scenario, error) {
 		ok := len(globs) == 0
 		for _, g := range globs {
 			if m, err := path.Match(g, s.Name); err != nil {
-				return nil, fmt.Errorf("--scenario %q: %w", g, err)
+				return nil, &InputError{Field: "Scenario", Value: strconv.Quote(g), Err: err}
 			} else if m {
 				ok = true
 				matched[g] = true
@@ -68,7 +69,7 @@ func Select(all []*Scenario, globs, labels []string) ([]*Scenario, error) {
 			for _, s := range all {
 				names = append(names, s.Name)
 			}
-			return nil, fmt.Errorf("--scenario %q matches no scenario: accepted: a name or glob of %s", g, strings.Join(names, ", "))
+			return nil, &InputError{Field: "Scenario", Value: strconv.Quote(g), Reason: "matches no scenario: accepted: a name or glob of " + strings.Join(names, ", ")}
 		}
 	}
 	return out, nil

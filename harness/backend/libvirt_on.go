@@ -55,7 +55,7 @@ func StartLibvirt(ctx context.Context, cl scenarios.Cluster, cfg LibvirtConfig) 
 	}
 	iss := cluster.IssuerOf(cl)
 	if iss == nil {
-		return nil, fmt.Errorf("vm nodes need per-node credentials (system:node:<name>) from cluster %s: with --cluster kubeconfig use --node-credentials csr", cl.Name())
+		return nil, &scenarios.InputError{Field: "NodeCredentials", Reason: fmt.Sprintf("vm nodes need per-node credentials (system:node:<name>) from cluster %s: use csr", cl.Name())}
 	}
 	guestURL, serverName, err := GuestAPIServer(cl.RESTConfig().Host)
 	if err != nil {

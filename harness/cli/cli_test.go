@@ -47,6 +47,9 @@ func TestBadInput(t *testing.T) {
 		{"binary directory without binaries", []string{"controlplane", "up", "--bin-dir", empty},
 			[]string{"etcd, kube-apiserver, kube-controller-manager", "make controlplane", "--bin-dir"}},
 		{"unknown command", []string{"controlplane", "down"}, []string{"unknown command", "down"}},
+		// kmm.Options errors name the field; the command line names the flag.
+		{"unknown detector", []string{"kmm", "--detector", "ready"}, []string{"invalid --detector \"ready\"", "bootid, legacy"}},
+		{"bad worker namespace", []string{"kmm", "--worker-namespace", "Kmm_System"}, []string{"invalid --worker-namespace \"Kmm_System\""}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

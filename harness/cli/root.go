@@ -90,7 +90,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	err := withFlags(root.ExecuteContext(ctx))
 	if err == nil {
 		return ExitOK
 	}

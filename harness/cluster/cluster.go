@@ -91,17 +91,17 @@ type Kubeconfig struct {
 // NewKubeconfig loads path (or $KUBECONFIG, ~/.kube/config when empty).
 // With grace zero it reads the grace period from the cluster's
 // kube-controller-manager, which works on kubeadm-style clusters; where it
-// cannot, it says that --grace-period is needed.
+// cannot, it says that the grace period is needed.
 func NewKubeconfig(ctx context.Context, path string, grace time.Duration, csr bool) (*Kubeconfig, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = path
 	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
+		return nil, &scenarios.InputError{Field: "Kubeconfig", Value: path, Err: err}
 	}
 	rc.QPS, rc.Burst = 200, 400
 	if grace < 0 {
-		return nil, fmt.Errorf("invalid --grace-period %s: accepted: a positive duration", grace)
+		return nil, &scenarios.InputError{Field: "GracePeriod", Value: grace.String(), Reason: "accepted: a positive duration"}
 	}
 	if grace == 0 {
 		cs, err := kubernetes.NewForConfig(rc)
@@ -109,7 +109,7 @@ func NewKubeconfig(ctx context.Context, path string, grace time.Duration, csr bo
 			return nil, err
 		}
 		if grace, err = DetectGracePeriod(ctx, cs); err != nil {
-			return nil, fmt.Errorf("--cluster kubeconfig needs --grace-period: bootproof could not read kube-controller-manager's --node-monitor-grace-period from the cluster (%v); give the value the cluster runs with (Kubernetes' default is 50s)", err)
+			return nil, &scenarios.InputError{Field: "GracePeriod", Reason: fmt.Sprintf("needed for an existing cluster: bootproof could not read kube-controller-manager's --node-monitor-grace-period from the cluster (%v); give the value the cluster runs with (Kubernetes' default is 50s)", err)}
 		}
 	}
 	k := &Kubeconfig{Path: path, Grace: grace, rc: rc}

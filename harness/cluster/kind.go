@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/bootproof/bootproof/scenarios"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
@@ -184,7 +185,7 @@ func StartKind(ctx context.Context, cfg KindConfig) (_ *Kind, retErr error) {
 	switch {
 	case cfg.Reuse:
 		if !slices.Contains(existing, cfg.Name) {
-			return nil, fmt.Errorf("--kind-cluster %s: no such kind cluster (have %v)", cfg.Name, existing)
+			return nil, &scenarios.InputError{Field: "KindCluster", Value: cfg.Name, Reason: fmt.Sprintf("no such kind cluster (have %v)", existing)}
 		}
 	case slices.Contains(existing, cfg.Name):
 		return nil, fmt.Errorf("a kind cluster named %s exists already: reuse it with --kind-cluster %s or delete it with 'kind delete cluster --name %s'", cfg.Name, cfg.Name, cfg.Name)

@@ -100,7 +100,11 @@ type BinariesNotFoundError struct {
 	Searched []string
 }
 
-func (e *BinariesNotFoundError) Error() string {
-	return fmt.Sprintf("control-plane binaries not found: %s (searched %s); build them with 'make controlplane' or name a directory that has them (Config.BinDir or $%s)",
-		strings.Join(e.Missing, ", "), strings.Join(e.Searched, ", "), EnvBinDir)
+func (e *BinariesNotFoundError) Error() string { return e.Render("Config.BinDir") }
+
+// Render writes the error naming the setting of the binaries' directory
+// (a flag, or the field).
+func (e *BinariesNotFoundError) Render(name string) string {
+	return fmt.Sprintf("control-plane binaries not found: %s (searched %s); build them with 'make controlplane' or name a directory that has them (%s or $%s)",
+		strings.Join(e.Missing, ", "), strings.Join(e.Searched, ", "), name, EnvBinDir)
 }

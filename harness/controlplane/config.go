@@ -154,8 +154,11 @@ type ConfigError struct {
 	Accepted string
 }
 
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("invalid %s %q: accepted: %s", e.Field, e.Value, e.Accepted)
+func (e *ConfigError) Error() string { return e.Render(e.Field) }
+
+// Render writes the error naming the setting name (a flag, or the field).
+func (e *ConfigError) Render(name string) string {
+	return fmt.Sprintf("invalid %s %q: accepted: %s", name, e.Value, e.Accepted)
 }
 
 // Default returns a copy of c with every unset field filled in.

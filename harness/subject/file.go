@@ -152,7 +152,7 @@ func (f *File) validate(doc *yaml.Node, lookup Lookup) *scenarios.FieldError {
 		return bad(fmt.Sprintf("%q: accepted: lower-case letters, digits, '-' and '.', e.g. my-operator", f.Name), "name")
 	}
 	if slices.Contains(Names, f.Name) {
-		return bad(fmt.Sprintf("%q is a built-in subject (--subject %s): choose another name", f.Name, f.Name), "name")
+		return bad(fmt.Sprintf("%q is a built-in subject: choose another name", f.Name), "name")
 	}
 	switch {
 	case f.Exec == nil && f.Deployment == nil:
@@ -318,7 +318,7 @@ func (f *File) decodeExpect() *scenarios.FieldError {
 		k, v := n.Content[i], n.Content[i+1]
 		field := "expect." + k.Value
 		if _, err := path.Match(k.Value, ""); err != nil || k.Value == "" {
-			return &scenarios.FieldError{Line: k.Line, Field: field, Msg: fmt.Sprintf("%q: not a scenario name or glob (as in --scenario, e.g. fast-reboot-*)", k.Value)}
+			return &scenarios.FieldError{Line: k.Line, Field: field, Msg: fmt.Sprintf("%q: not a scenario name or glob (e.g. fast-reboot-*)", k.Value)}
 		}
 		if slices.ContainsFunc(f.expect, func(e expectEntry) bool { return e.pattern == k.Value }) {
 			return &scenarios.FieldError{Line: k.Line, Field: field, Msg: "listed twice"}

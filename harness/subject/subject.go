@@ -282,7 +282,7 @@ func (External) Expectation(*scenarios.Scenario) (scenarios.Expectation, bool) {
 
 // CanPause implements scenarios.PauseChecker: the harness only observes.
 func (External) CanPause() error {
-	return errors.New("it only observes an operator already running; describe the operator in a subject file (exec or deployment) and run it with --subject-file to run the race cases")
+	return errors.New("it only observes an operator already running; describe the operator in a subject file (exec or deployment) to run the race cases")
 }
 
 // Start implements scenarios.Subject: nothing to start.
