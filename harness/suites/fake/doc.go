@@ -1,7 +1,7 @@
 // Package fake holds the Ginkgo suite that runs the scenario catalog on
 // the embedded control plane with simulated nodes, for both the bootid
 // subject and the legacy negative control. 'make test' runs it and writes
-// reports/junit-embedded.xml (--ginkgo.junit-report) and the HTML report
+// reports/junit-embedded.xml (Ginkgo's --junit-report) and the HTML report
 // under reports/embedded/ (BOOTPROOF_SUITE_REPORT_DIR).
 //
 // Process 1 starts one control plane in SynchronizedBeforeSuite; every
