@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -105,164 +106,230 @@ error, an invalid run or an infrastructure fault.`,
 	return cmd
 }
 
+// runRun is 'bootproof run': validate the flags (nothing starts before
+// they are all accepted), start the cluster, the subjects and the node
+// backend, run the cases and write the reports.
 func runRun(ctx context.Context, s Streams, o runOptions) error {
-	selected, err := selectScenarios(o.scenarios, o.labels, o.scenarioFiles)
+	p, err := o.validate()
 	if err != nil {
 		return err
 	}
-	files, err := readSubjectFiles(o.subjectFiles)
-	if err != nil {
-		return err
+	rc := &runContext{s: s, o: o, plan: p}
+	defer rc.close()
+	return rc.run(ctx)
+}
+
+// runPlan is what validated flags resolve to.
+type runPlan struct {
+	scenarios    []*scenarios.Scenario
+	subjectFiles []*subject.File
+	// grace is the grace period to start a cluster with.
+	grace time.Duration
+}
+
+// validate checks every flag and completes the defaults that depend on
+// others; errors are usage errors naming the flag.
+func (o *runOptions) validate() (runPlan, error) {
+	var p runPlan
+	var err error
+	if p.scenarios, err = selectScenarios(o.scenarios, o.labels, o.scenarioFiles); err != nil {
+		return p, err
+	}
+	if p.subjectFiles, err = readSubjectFiles(o.subjectFiles); err != nil {
+		return p, err
 	}
 	if o.timing != "" {
 		if o.timing != "fast" && o.timing != "kubelet-defaults" {
-			return withCode(ExitUsage, fmt.Errorf("invalid --timing %q: accepted: fast, kubelet-defaults", o.timing))
+			return p, withCode(ExitUsage, fmt.Errorf("invalid --timing %q: accepted: fast, kubelet-defaults", o.timing))
 		}
-		for i, sc := range selected {
+		for i, sc := range p.scenarios {
 			c := *sc
 			c.Timing = o.timing
-			selected[i] = &c
+			p.scenarios[i] = &c
 		}
 	}
-	if len(o.subjects) == 0 && len(files) == 0 {
+	if len(o.subjects) == 0 && len(p.subjectFiles) == 0 {
 		o.subjects = []string{subject.BootID, subject.Legacy}
 	}
 	for _, name := range o.subjects {
 		if !slices.Contains(subject.Names, name) {
-			return withCode(ExitUsage, fmt.Errorf("invalid --subject %q: accepted: %s", name, strings.Join(subject.Names, ", ")))
+			return p, withCode(ExitUsage, fmt.Errorf("invalid --subject %q: accepted: %s", name, strings.Join(subject.Names, ", ")))
 		}
 	}
 	if o.parallel < 1 {
-		return withCode(ExitUsage, fmt.Errorf("invalid --parallel %d: accepted: 1 or more", o.parallel))
+		return p, withCode(ExitUsage, fmt.Errorf("invalid --parallel %d: accepted: 1 or more", o.parallel))
 	}
-	if o.nodes != "fake" && o.nodes != "libvirt" {
-		return withCode(ExitUsage, fmt.Errorf("invalid --nodes %q: accepted: fake, libvirt", o.nodes))
+	if !slices.Contains([]string{"embedded", "kind", "kubeconfig"}, o.cluster) {
+		return p, withCode(ExitUsage, fmt.Errorf("invalid --cluster %q: accepted: embedded, kind, kubeconfig", o.cluster))
 	}
-	defaultGrace := DefaultRunGrace
-	if o.nodes == "libvirt" {
-		if err := backend.CheckLibvirtBuild(); err != nil {
-			return withCode(ExitUsage, fmt.Errorf("--nodes libvirt: %w", err))
-		}
-		if err := o.vm.Default(); err != nil {
-			return withCode(ExitInfra, err)
-		}
-		if err := o.vm.Validate(); err != nil {
-			return withCode(ExitUsage, fmt.Errorf("--nodes libvirt: %w", err))
-		}
-		defaultGrace = DefaultVMGrace
-		if !o.maxNodesSet {
-			o.maxNodes = DefaultVMMaxNodes
-		}
+	if o.cluster == "kubeconfig" && o.nodeCreds != "shared" && o.nodeCreds != "csr" {
+		return p, withCode(ExitUsage, fmt.Errorf("invalid --node-credentials %q: accepted: shared, csr", o.nodeCreds))
 	}
-
-	var cl scenarios.Cluster
-	var simulatedTaints []corev1.Taint
-	runFailed := true
-	switch o.cluster {
-	case "embedded":
-		grace := o.grace
-		if grace == 0 {
-			grace = defaultGrace
+	p.grace = cmp.Or(o.grace, DefaultRunGrace)
+	switch o.nodes {
+	case "fake":
+	case "libvirt":
+		if err := o.validateLibvirt(); err != nil {
+			return p, err
 		}
-		fmt.Fprintf(s.Err, "starting the embedded control plane (grace period %s, monitor period %s)\n", grace, o.monitor)
-		e, err := cluster.StartEmbedded(ctx, controlplane.Config{GracePeriod: grace, MonitorPeriod: o.monitor, BinDir: o.binDir})
-		if err != nil {
-			var ce *controlplane.ConfigError
-			if errors.As(err, &ce) {
-				return withCode(ExitUsage, err)
-			}
-			return withCode(ExitInfra, err)
-		}
-		defer e.Stop()
-		cl = e
-	case "kubeconfig":
-		if o.nodeCreds != "shared" && o.nodeCreds != "csr" {
-			return withCode(ExitUsage, fmt.Errorf("invalid --node-credentials %q: accepted: shared, csr", o.nodeCreds))
-		}
-		k, err := cluster.NewKubeconfig(ctx, o.kubeconfig, o.grace, o.nodeCreds == "csr")
-		if err != nil {
-			return withCode(ExitUsage, err)
-		}
-		fmt.Fprintf(s.Err, "running against an existing cluster (grace period %s)\n", k.GracePeriod())
-		cl = k
-	case "kind":
-		if err := cluster.KindPreflight(ctx); err != nil {
-			return withCode(ExitInfra, err)
-		}
-		grace := o.grace
-		if grace == 0 {
-			grace = defaultGrace
-		}
-		name := o.kindCluster
-		if name == "" {
-			name = "bootproof"
-		}
-		fmt.Fprintf(s.Err, "starting kind cluster %s (grace period %s)\n", name, grace)
-		k, err := cluster.StartKind(ctx, cluster.KindConfig{Name: name, Reuse: o.kindCluster != "", Retain: o.retain,
-			Image: o.kindImage, GracePeriod: grace, MonitorPeriod: o.monitor, LogDir: o.reportDir})
-		if err != nil {
-			return withCode(ExitInfra, err)
-		}
-		failed := true
-		defer func() { _ = k.Stop(failed) }()
-		defer func() { failed = runFailed }()
-		cl = k
-		simulatedTaints = []corev1.Taint{backend.SimulatedTaint}
+		p.grace = cmp.Or(o.grace, DefaultVMGrace)
 	default:
-		return withCode(ExitUsage, fmt.Errorf("invalid --cluster %q: accepted: embedded, kind, kubeconfig", o.cluster))
+		return p, withCode(ExitUsage, fmt.Errorf("invalid --nodes %q: accepted: fake, libvirt", o.nodes))
+	}
+	return p, nil
+}
+
+// validateLibvirt checks the VM flags and caps node counts by default.
+func (o *runOptions) validateLibvirt() error {
+	if err := backend.CheckLibvirtBuild(); err != nil {
+		return withCode(ExitUsage, fmt.Errorf("--nodes libvirt: %w", err))
+	}
+	if err := o.vm.Default(); err != nil {
+		return withCode(ExitInfra, err)
+	}
+	if err := o.vm.Validate(); err != nil {
+		return withCode(ExitUsage, fmt.Errorf("--nodes libvirt: %w", err))
+	}
+	if !o.maxNodesSet {
+		o.maxNodes = DefaultVMMaxNodes
+	}
+	return nil
+}
+
+// runContext holds what a run started, to stop it in reverse order.
+type runContext struct {
+	s    Streams
+	o    runOptions
+	plan runPlan
+	// cleanups run in reverse order by close.
+	cleanups []func()
+	// failed is read by the kind cluster's cleanup (logs kept on failure).
+	failed bool
+}
+
+func (rc *runContext) defer_(f func()) { rc.cleanups = append(rc.cleanups, f) }
+
+func (rc *runContext) close() {
+	for i := len(rc.cleanups) - 1; i >= 0; i-- {
+		rc.cleanups[i]()
+	}
+}
+
+func (rc *runContext) run(ctx context.Context) error {
+	rc.failed = true
+	cl, taints, err := rc.startCluster(ctx)
+	if err != nil {
+		return err
 	}
 	subject.InitLogging(ctx)
 	var subjects []scenarios.Subject
-	for _, name := range o.subjects {
+	for _, name := range rc.o.subjects {
 		subj, err := subject.New(name, cl)
 		if err != nil {
 			return withCode(ExitUsage, err)
 		}
 		subjects = append(subjects, subj)
 	}
-	dir, err := reportDir(o.reportDir)
+	dir, err := reportDir(rc.o.reportDir)
 	if err != nil {
 		return withCode(ExitInfra, err)
 	}
-	for _, f := range files {
+	for _, f := range rc.plan.subjectFiles {
 		subjects = append(subjects, subject.FromFile(f, cl, filepath.Join(dir, "subjects")))
 	}
-	env := map[string]string{"cluster": cl.Name(), "nodes": o.nodes, "grace-period": cl.GracePeriod().String()}
-	var nodes scenarios.NodeBackend = &backend.Fake{Cluster: cl, Taints: simulatedTaints}
-	if o.nodes == "libvirt" {
-		o.vm.Dir = filepath.Join(dir, "vm")
-		fmt.Fprintf(s.Err, "preparing VM nodes: guest kernel, image, accelerator (%s); serial logs in %s\n", o.vm.Accel, o.vm.Dir)
-		vm, err := backend.StartLibvirt(ctx, cl, o.vm)
-		if err != nil {
-			return withCode(ExitInfra, fmt.Errorf("--nodes libvirt: %w", err))
-		}
-		defer func() {
-			if err := vm.Close(); err != nil {
-				fmt.Fprintf(s.Err, "vm cleanup: %v\n", err)
-			}
-		}()
-		fmt.Fprintf(s.Err, "VM nodes: kernel %s, accelerator %s, at most %d nodes per scenario\n", vm.KernelVersion, vm.Accel, o.maxNodes)
-		env["accelerator"], env["guest-kernel"] = vm.Accel, vm.KernelVersion
-		nodes = vm
+	env := map[string]string{"cluster": cl.Name(), "nodes": rc.o.nodes, "grace-period": cl.GracePeriod().String()}
+	nodes, err := rc.startNodes(ctx, cl, taints, dir, env)
+	if err != nil {
+		return err
 	}
-	prog := newProgress(s.Out)
+	prog := newProgress(rc.s.Out)
 	start := time.Now()
 	prog.start()
 	res := runner.Run(ctx, runner.Config{Cluster: cl, Backend: nodes, Subjects: subjects,
-		Scenarios: selected, Parallel: o.parallel, MaxNodes: o.maxNodes, Progress: prog})
+		Scenarios: rc.plan.scenarios, Parallel: rc.o.parallel, MaxNodes: rc.o.maxNodes, Progress: prog})
 	prog.stop()
 	res.Environment = env
+	return rc.report(ctx, dir, res, start)
+}
+
+// startCluster starts or connects to the cluster --cluster names; taints
+// are what simulated nodes must carry there.
+func (rc *runContext) startCluster(ctx context.Context) (scenarios.Cluster, []corev1.Taint, error) {
+	o, s := rc.o, rc.s
+	switch o.cluster {
+	case "embedded":
+		fmt.Fprintf(s.Err, "starting the embedded control plane (grace period %s, monitor period %s)\n", rc.plan.grace, o.monitor)
+		e, err := cluster.StartEmbedded(ctx, controlplane.Config{GracePeriod: rc.plan.grace, MonitorPeriod: o.monitor, BinDir: o.binDir})
+		if err != nil {
+			var ce *controlplane.ConfigError
+			if errors.As(err, &ce) {
+				return nil, nil, withCode(ExitUsage, err)
+			}
+			return nil, nil, withCode(ExitInfra, err)
+		}
+		rc.defer_(e.Stop)
+		return e, nil, nil
+	case "kubeconfig":
+		k, err := cluster.NewKubeconfig(ctx, o.kubeconfig, o.grace, o.nodeCreds == "csr")
+		if err != nil {
+			return nil, nil, withCode(ExitUsage, err)
+		}
+		fmt.Fprintf(s.Err, "running against an existing cluster (grace period %s)\n", k.GracePeriod())
+		return k, nil, nil
+	default: // kind, as validated
+		if err := cluster.KindPreflight(ctx); err != nil {
+			return nil, nil, withCode(ExitInfra, err)
+		}
+		name := cmp.Or(o.kindCluster, "bootproof")
+		fmt.Fprintf(s.Err, "starting kind cluster %s (grace period %s)\n", name, rc.plan.grace)
+		k, err := cluster.StartKind(ctx, cluster.KindConfig{Name: name, Reuse: o.kindCluster != "", Retain: o.retain,
+			Image: o.kindImage, GracePeriod: rc.plan.grace, MonitorPeriod: o.monitor, LogDir: o.reportDir})
+		if err != nil {
+			return nil, nil, withCode(ExitInfra, err)
+		}
+		rc.defer_(func() { _ = k.Stop(rc.failed) })
+		return k, []corev1.Taint{backend.SimulatedTaint}, nil
+	}
+}
+
+// startNodes returns the node backend --nodes names; VM nodes are
+// prepared here (kernel, image, accelerator) and recorded in env.
+func (rc *runContext) startNodes(ctx context.Context, cl scenarios.Cluster, taints []corev1.Taint, dir string, env map[string]string) (scenarios.NodeBackend, error) {
+	if rc.o.nodes != "libvirt" {
+		return &backend.Fake{Cluster: cl, Taints: taints}, nil
+	}
+	o, s := &rc.o, rc.s
+	o.vm.Dir = filepath.Join(dir, "vm")
+	fmt.Fprintf(s.Err, "preparing VM nodes: guest kernel, image, accelerator (%s); serial logs in %s\n", o.vm.Accel, o.vm.Dir)
+	vm, err := backend.StartLibvirt(ctx, cl, o.vm)
+	if err != nil {
+		return nil, withCode(ExitInfra, fmt.Errorf("--nodes libvirt: %w", err))
+	}
+	rc.defer_(func() {
+		if err := vm.Close(); err != nil {
+			fmt.Fprintf(s.Err, "vm cleanup: %v\n", err)
+		}
+	})
+	fmt.Fprintf(s.Err, "VM nodes: kernel %s, accelerator %s, at most %d nodes per scenario\n", vm.KernelVersion, vm.Accel, o.maxNodes)
+	env["accelerator"], env["guest-kernel"] = vm.Accel, vm.KernelVersion
+	return vm, nil
+}
+
+// report writes the reports, prints the summary and returns the exit
+// code's error: interrupted or an error verdict (2), a failed verdict (1).
+func (rc *runContext) report(ctx context.Context, dir string, res scenarios.Results, start time.Time) error {
+	s := rc.s
 	if err := reports.Write(dir, res, time.Now()); err != nil {
 		return withCode(ExitInfra, err)
 	}
-	if o.reportDir == "" {
+	if rc.o.reportDir == "" {
 		latest := filepath.Join(filepath.Dir(dir), "latest")
 		_ = os.Remove(latest)
 		_ = os.Symlink(filepath.Base(dir), latest)
 	}
 	printSummary(s.Out, res)
 	n := reports.Count(res)
-	runFailed = n.Fail+n.Error > 0
+	rc.failed = n.Fail+n.Error > 0
 	fmt.Fprintf(s.Out, "%d passed, %d failed, %d errors, %d skipped in %s\nreport: %s\n", n.Pass, n.Fail, n.Error, n.Skipped,
 		time.Since(start).Round(time.Second), filepath.Join(dir, reports.HTMLFile))
 	switch {
