@@ -11,6 +11,32 @@ import (
 	"github.com/bootproof/bootproof/kmm/worker"
 )
 
+// decide plans the work for every spec entry and every status entry
+// without a spec entry, and releases the worker pods of an earlier NMC of
+// the same name.
+func (r *Reconciler) decide(ctx context.Context, p *pending, pods podSet) {
+	log := logr.FromContextOrDiscard(ctx)
+	for _, pod := range pods.stale {
+		log.Info("releasing worker pod of an earlier nodemodulesconfig", "pod", pod.Namespace+"/"+pod.Name)
+		p.release[pod.UID] = pod
+	}
+
+	nmc := p.nmc
+	inSpec := map[string]bool{}
+	for i := range nmc.Spec.Modules {
+		spec := &nmc.Spec.Modules[i]
+		key := moduleKey(spec.Namespace, spec.Name)
+		inSpec[key] = true
+		r.processSpec(ctx, p, spec, findStatus(nmc, spec.Namespace, spec.Name), p.live(pods.current[key]))
+	}
+	for _, st := range append([]kmmv1beta1.NodeModuleStatus(nil), nmc.Status.Modules...) {
+		key := moduleKey(st.Namespace, st.Name)
+		if !inSpec[key] {
+			r.processOrphan(ctx, p, &st, p.live(pods.current[key]))
+		}
+	}
+}
+
 func (r *Reconciler) processSpec(ctx context.Context, p *pending, spec *kmmv1beta1.NodeModuleSpec, status *kmmv1beta1.NodeModuleStatus, pod *corev1.Pod) {
 	key := moduleKey(spec.Namespace, spec.Name)
 	log := logr.FromContextOrDiscard(ctx).WithValues("module", key)

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kmmv1beta1 "github.com/bootproof/bootproof/kmm/api/v1beta1"
 	"github.com/bootproof/bootproof/kmm/worker"
@@ -42,6 +44,31 @@ func (r *Reconciler) workerPods(ctx context.Context, nmc *kmmv1beta1.NodeModules
 		s.current[moduleKey(pod.Namespace, pod.Labels[worker.ModuleNameLabel])] = pod
 	}
 	return s, nil
+}
+
+// createPods creates the worker pods p plans. A pod whose previous pod of
+// the same name still exists is left for a later reconcile, which the
+// result asks for; it returns how many pods it created.
+func (r *Reconciler) createPods(ctx context.Context, p *pending) (reconcile.Result, int) {
+	log := logr.FromContextOrDiscard(ctx)
+	var result reconcile.Result
+	created := 0
+	for _, pod := range p.create {
+		mlog := log.WithValues("module", moduleKey(pod.Namespace, pod.Labels[worker.ModuleNameLabel]), "pod", pod.Name,
+			"action", pod.Labels[worker.ActionLabel], "bootID", p.node.Status.NodeInfo.BootID)
+		if err := r.Client.Create(ctx, pod); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				mlog.V(1).Info("previous worker pod still exists; creating it later")
+				result.RequeueAfter = retryAfter
+				continue
+			}
+			p.fail(fmt.Errorf("create %s worker pod %s/%s for node %s: %w", pod.Labels[worker.ActionLabel], pod.Namespace, pod.Name, p.node.Name, err))
+			continue
+		}
+		created++
+		mlog.Info("created worker pod")
+	}
+	return result, created
 }
 
 // releasePod removes the reconciler's finalizer from pod and deletes it.

@@ -18,7 +18,6 @@ import (
 
 	kmmv1beta1 "github.com/bootproof/bootproof/kmm/api/v1beta1"
 	"github.com/bootproof/bootproof/kmm/detect"
-	"github.com/bootproof/bootproof/kmm/worker"
 )
 
 // BootSource says where the reconciler takes the boot ID it records for a
@@ -141,33 +140,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	p := &pending{nmc: nmc, node: node, release: map[types.UID]*corev1.Pod{}}
 	before := nmc.Status.DeepCopy()
 	r.syncStatus(ctx, p, pods.current)
-	for _, pod := range pods.stale {
-		log.Info("releasing worker pod of an earlier nodemodulesconfig", "pod", pod.Namespace+"/"+pod.Name)
-		p.release[pod.UID] = pod
-	}
-
-	inSpec := map[string]bool{}
-	for i := range nmc.Spec.Modules {
-		spec := &nmc.Spec.Modules[i]
-		key := moduleKey(spec.Namespace, spec.Name)
-		inSpec[key] = true
-		r.processSpec(ctx, p, spec, findStatus(nmc, spec.Namespace, spec.Name), p.live(pods.current[key]))
-	}
-	for _, st := range append([]kmmv1beta1.NodeModuleStatus(nil), nmc.Status.Modules...) {
-		key := moduleKey(st.Namespace, st.Name)
-		if !inSpec[key] {
-			r.processOrphan(ctx, p, &st, p.live(pods.current[key]))
-		}
-	}
+	r.decide(ctx, p, pods)
 
 	statusChanged := !equality.Semantic.DeepEqual(before, &nmc.Status)
 	if statusChanged {
 		// Write status before releasing pods: a result is never lost, and a
 		// conflict (someone changed the NMC) leaves everything for a retry.
-		orig := nmc.DeepCopy()
-		orig.Status = *before
-		patch := client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})
-		if err := r.Client.Status().Patch(ctx, nmc, patch); err != nil {
+		if err := r.writeStatus(ctx, nmc, before); err != nil {
 			return reconcile.Result{}, fmt.Errorf("patch status of nodemodulesconfig %s: %w", nodeName, errors.Join(append(p.errs, err)...))
 		}
 	}
@@ -179,23 +158,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	for _, e := range p.events {
 		r.event(node, e)
 	}
-	var result reconcile.Result
-	created := 0
-	for _, pod := range p.create {
-		mlog := log.WithValues("module", moduleKey(pod.Namespace, pod.Labels[worker.ModuleNameLabel]), "pod", pod.Name,
-			"action", pod.Labels[worker.ActionLabel], "bootID", node.Status.NodeInfo.BootID)
-		if err := r.Client.Create(ctx, pod); err != nil {
-			if apierrors.IsAlreadyExists(err) {
-				mlog.V(1).Info("previous worker pod still exists; creating it later")
-				result.RequeueAfter = retryAfter
-				continue
-			}
-			p.fail(fmt.Errorf("create %s worker pod %s/%s for node %s: %w", pod.Labels[worker.ActionLabel], pod.Namespace, pod.Name, nodeName, err))
-			continue
-		}
-		created++
-		mlog.Info("created worker pod")
-	}
+	result, created := r.createPods(ctx, p)
 	log.V(1).Info("reconciled", "bootID", node.Status.NodeInfo.BootID, "ready", detect.IsReady(node), "statusChanged", statusChanged,
 		"created", created, "released", len(p.release), "retry", result.RequeueAfter > 0, "errors", len(p.errs))
 	return result, errors.Join(p.errs...)

@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kmmv1beta1 "github.com/bootproof/bootproof/kmm/api/v1beta1"
 	"github.com/bootproof/bootproof/kmm/worker"
@@ -54,6 +55,15 @@ func (r *Reconciler) syncStatus(ctx context.Context, p *pending, pods map[string
 			p.emit(corev1.EventTypeWarning, ReasonWorkerFailed, string(action), "%s pod %s/%s failed: %s %s", action, pod.Namespace, pod.Name, pod.Status.Reason, pod.Status.Message)
 		}
 	}
+}
+
+// writeStatus patches nmc's status, changed from before, with an
+// optimistic lock: a conflict (someone changed the NMC) fails the patch.
+func (r *Reconciler) writeStatus(ctx context.Context, nmc *kmmv1beta1.NodeModulesConfig, before *kmmv1beta1.NodeModulesConfigStatus) error {
+	orig := nmc.DeepCopy()
+	orig.Status = *before
+	patch := client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})
+	return r.Client.Status().Patch(ctx, nmc, patch)
 }
 
 // bootOf is the boot ID to record for a finished loader pod, and where it
