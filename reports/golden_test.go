@@ -1,0 +1,168 @@
+package reports
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/bootproof/bootproof/scenarios"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// twoNodeCase is a realistic case on two nodes that draws every kind of
+// shape the timeline knows: heartbeats, Ready True/False/Unknown, two boots
+// on one node, a module lost and loaded again, loader and unloader pods, a
+// failed pod, the grace window of a reboot, a kubelet restart and a network
+// blip, a cluster fault and a watch gap across every lane, a planned reboot
+// with its reload latency and an unplanned one.
+func twoNodeCase() scenarios.CaseResult {
+	const a, b, c, d = "aaaaaaaa-0001", "bbbbbbbb-0002", "cccccccc-0003", "dddddddd-0004"
+	var tr []scenarios.TraceEvent
+	add := func(e ...scenarios.TraceEvent) { tr = append(tr, e...) }
+	for _, n := range []string{"worker-1", "worker-0"} {
+		add(scenarios.TraceEvent{TMS: 0, Kind: scenarios.TraceReady, Node: n, Ready: "True"})
+	}
+	add(
+		scenarios.TraceEvent{TMS: 0, Kind: scenarios.TraceAction, Detail: "NodeModulesConfigs created"},
+		scenarios.TraceEvent{TMS: 0, Kind: scenarios.TraceBoot, Node: "worker-0", BootID: a},
+		scenarios.TraceEvent{TMS: 0, Kind: scenarios.TraceBoot, Node: "worker-1", BootID: c},
+		scenarios.TraceEvent{TMS: 0, Kind: scenarios.TraceTruth, Node: "worker-0", BootID: a},
+		scenarios.TraceEvent{TMS: 0, Kind: scenarios.TraceTruth, Node: "worker-1", BootID: c},
+	)
+	for ms := int64(250); ms < 21000; ms += 1000 {
+		if ms < 3000 || ms > 5200 {
+			add(scenarios.TraceEvent{TMS: ms, Kind: scenarios.TraceHeartbeat, Node: "worker-0"})
+		}
+		if ms < 4000 || ms > 5000 {
+			add(scenarios.TraceEvent{TMS: ms + 130, Kind: scenarios.TraceHeartbeat, Node: "worker-1"})
+		}
+	}
+	add(
+		scenarios.TraceEvent{TMS: 180, Kind: scenarios.TracePod, Node: "worker-0", Pod: "kmm-worker-worker-0-dummy", Detail: "Load created"},
+		scenarios.TraceEvent{TMS: 190, Kind: scenarios.TracePod, Node: "worker-1", Pod: "kmm-worker-worker-1-dummy", Detail: "Load created"},
+		scenarios.TraceEvent{TMS: 412, Kind: scenarios.TraceLoad, Node: "worker-0", Pod: "kmm-worker-worker-0-dummy", Module: "dummy", BootID: a, Detail: "Load"},
+		scenarios.TraceEvent{TMS: 415, Kind: scenarios.TraceTruth, Node: "worker-0", BootID: a, Detail: "dummy"},
+		scenarios.TraceEvent{TMS: 433, Kind: scenarios.TraceLoad, Node: "worker-1", Pod: "kmm-worker-worker-1-dummy", Module: "dummy", BootID: c, Detail: "Load"},
+		scenarios.TraceEvent{TMS: 436, Kind: scenarios.TraceTruth, Node: "worker-1", BootID: c, Detail: "dummy"},
+		scenarios.TraceEvent{TMS: 500, Kind: scenarios.TraceStatus, Node: "worker-0", Module: "dummy", BootID: a, Detail: "loaded"},
+		scenarios.TraceEvent{TMS: 3000, Kind: scenarios.TraceAction, Node: "worker-0", Detail: "reboot (downtime 2.2s)"},
+		scenarios.TraceEvent{TMS: 3000, Kind: scenarios.TraceTruth, Node: "worker-0", BootID: a},
+		scenarios.TraceEvent{TMS: 4000, Kind: scenarios.TraceAction, Node: "worker-1", Detail: "restart-kubelet (downtime 1s)"},
+		scenarios.TraceEvent{TMS: 5000, Kind: scenarios.TraceAction, Node: "worker-1", Detail: "restart-kubelet done"},
+		scenarios.TraceEvent{TMS: 5200, Kind: scenarios.TraceBoot, Node: "worker-0", BootID: b},
+		scenarios.TraceEvent{TMS: 5200, Kind: scenarios.TraceAction, Node: "worker-0", Detail: "reboot done"},
+		scenarios.TraceEvent{TMS: 5200, Kind: scenarios.TraceReady, Node: "worker-0", Ready: "False"},
+		scenarios.TraceEvent{TMS: 5210, Kind: scenarios.TraceTruth, Node: "worker-0", BootID: b},
+		scenarios.TraceEvent{TMS: 5340, Kind: scenarios.TracePod, Node: "worker-0", Pod: "kmm-worker-worker-0-dummy", Detail: "Load created"},
+		scenarios.TraceEvent{TMS: 5600, Kind: scenarios.TracePod, Node: "worker-0", Pod: "kmm-worker-worker-0-dummy", Detail: "Load Failed"},
+		scenarios.TraceEvent{TMS: 5700, Kind: scenarios.TraceReady, Node: "worker-0", Ready: "True"},
+		scenarios.TraceEvent{TMS: 5900, Kind: scenarios.TracePod, Node: "worker-0", Pod: "kmm-worker-worker-0-dummy", Detail: "Load created"},
+		scenarios.TraceEvent{TMS: 6150, Kind: scenarios.TraceLoad, Node: "worker-0", Pod: "kmm-worker-worker-0-dummy", Module: "dummy", BootID: b, Detail: "Load"},
+		scenarios.TraceEvent{TMS: 6160, Kind: scenarios.TraceTruth, Node: "worker-0", BootID: b, Detail: "dummy"},
+		scenarios.TraceEvent{TMS: 9000, Kind: scenarios.TraceAction, Node: "worker-1", Detail: "network-blip (downtime 500ms)"},
+		scenarios.TraceEvent{TMS: 9500, Kind: scenarios.TraceAction, Node: "worker-1", Detail: "remove-module dummy"},
+		scenarios.TraceEvent{TMS: 10000, Kind: scenarios.TraceCluster, Detail: "kube-apiserver down"},
+		scenarios.TraceEvent{TMS: 10800, Kind: scenarios.TraceCluster, Detail: "kube-apiserver back"},
+		scenarios.TraceEvent{TMS: 11000, Kind: scenarios.TraceWatch, Detail: "pods watch failed; relisted"},
+		scenarios.TraceEvent{TMS: 12000, Kind: scenarios.TracePod, Node: "worker-1", Pod: "kmm-worker-worker-1-dummy", Detail: "Unload created"},
+		scenarios.TraceEvent{TMS: 12300, Kind: scenarios.TraceLoad, Node: "worker-1", Pod: "kmm-worker-worker-1-dummy", Module: "dummy", BootID: c, Detail: "Unload"},
+		scenarios.TraceEvent{TMS: 12310, Kind: scenarios.TraceTruth, Node: "worker-1", BootID: c},
+		scenarios.TraceEvent{TMS: 15000, Kind: scenarios.TraceReady, Node: "worker-1", Ready: "Unknown"},
+		scenarios.TraceEvent{TMS: 15500, Kind: scenarios.TraceBoot, Node: "worker-1", BootID: d},
+		scenarios.TraceEvent{TMS: 15500, Kind: scenarios.TraceTruth, Node: "worker-1", BootID: d},
+		scenarios.TraceEvent{TMS: 16000, Kind: scenarios.TraceReady, Node: "worker-1", Ready: "True"},
+	)
+	return scenarios.CaseResult{
+		Scenario: "fast-reboot-0.3g", Description: "A hard reset shorter than the grace period; the node never shows NotReady.",
+		Labels: []string{"fast"}, Subject: "bootid", Cluster: "embedded", Nodes: "fake", NodeCount: 2,
+		Expected: "pass", Observed: "fail", Verdict: "fail", Message: "consistency: worker-1 rebooted without an action <unplanned>",
+		Notes:      []string{"ran alone: it pauses the subject"},
+		DurationMS: 21000, GracePeriodMS: 8000,
+		Assertions: []scenarios.AssertionResult{{Name: "precondition", OK: true}, {Name: "reload", OK: true},
+			{Name: "no-extra-work", OK: true}, {Name: "consistency", OK: false, Message: "worker-1: boot dddddddd not expected"}},
+		Reboots: []scenarios.RebootMetric{
+			{Node: "worker-0", OldBootID: a, NewBootID: b, Planned: true, DowntimeMS: 2200, NotReadySeen: false,
+				DetectionLatencyMS: 140, ReloadLatencyMS: 960, StartMS: 3000, BootVisibleMS: 5200},
+			{Node: "worker-1", OldBootID: c, NewBootID: d, Planned: false, DowntimeMS: -1, NotReadySeen: true,
+				DetectionLatencyMS: -1, ReloadLatencyMS: -1, StartMS: 15500, BootVisibleMS: 15500},
+		},
+		Trace: tr,
+	}
+}
+
+// manyNodeCase has more nodes than the timeline shows, and a reboot whose
+// grace window runs past the end of the case.
+func manyNodeCase() scenarios.CaseResult {
+	var tr []scenarios.TraceEvent
+	for i := 9; i >= 0; i-- {
+		n := fmt.Sprintf("node-%02d", i)
+		boot := fmt.Sprintf("%08x-boot", i)
+		tr = append(tr,
+			scenarios.TraceEvent{TMS: int64(i), Kind: scenarios.TraceReady, Node: n, Ready: "True"},
+			scenarios.TraceEvent{TMS: int64(i), Kind: scenarios.TraceBoot, Node: n, BootID: boot},
+			scenarios.TraceEvent{TMS: 100 + int64(i), Kind: scenarios.TraceHeartbeat, Node: n},
+			scenarios.TraceEvent{TMS: 200 + int64(i)*10, Kind: scenarios.TraceTruth, Node: n, BootID: boot, Detail: "dummy"},
+		)
+	}
+	tr = append(tr, scenarios.TraceEvent{TMS: 700, Kind: scenarios.TraceAction, Node: "node-03", Detail: "reboot (downtime 300ms)"})
+	return scenarios.CaseResult{
+		Scenario: "fleet-reboot", Subject: "legacy", Cluster: "kind", Nodes: "fake", NodeCount: 10,
+		Expected: "fail", ExpectedAssertions: []string{"reload"}, Observed: "fail", Verdict: "pass",
+		DurationMS: 1500, GracePeriodMS: 40000,
+		Assertions: []scenarios.AssertionResult{{Name: "reload", OK: false, Message: "node-03: dummy not loaded in the new boot"}},
+		Trace:      tr,
+	}
+}
+
+func goldenResults() scenarios.Results {
+	r := sample()
+	r.Cases = append(r.Cases, twoNodeCase(), manyNodeCase())
+	return r
+}
+
+// checkGolden compares got with testdata/name (go test -update rewrites it).
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	golden := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to write it)", err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("output differs from %s (run go test -update to accept it)", golden)
+	}
+}
+
+// TestHTMLGolden renders index.html for fixed results and a fixed time and
+// compares it byte for byte with testdata/index.html.golden.
+func TestHTMLGolden(t *testing.T) {
+	html, err := RenderHTML(goldenResults(), time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "index.html.golden", html)
+}
+
+// TestTimelineGolden lays out every case's timeline and compares the shapes,
+// with full float precision, with testdata/timelines.json.golden.
+func TestTimelineGolden(t *testing.T) {
+	var tls []Timeline
+	for _, c := range goldenResults().Cases {
+		tls = append(tls, BuildTimeline(c))
+	}
+	got, err := json.MarshalIndent(tls, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "timelines.json.golden", append(got, '\n'))
+}
