@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -29,11 +30,18 @@ type actionSpec struct {
 }
 
 // actionTable is the vocabulary of timelines. A new action is one entry
-// here (and its fields' setters if it has new fields).
+// in nodeActions or timelineActions (and setters for new fields in
+// actionfields.go).
 var actionTable map[ActionKind]actionSpec
 
 func init() {
-	actionTable = map[ActionKind]actionSpec{
+	actionTable = nodeActions()
+	maps.Copy(actionTable, timelineActions())
+}
+
+// nodeActions disrupt nodes.
+func nodeActions() map[ActionKind]actionSpec {
+	return map[ActionKind]actionSpec{
 		ActReboot: {
 			fields: []string{"on", "mode", "downtime", "startup", "kernelVersion", "stagger", "wait"},
 			check: func(_ *Scenario, a Action) string {
@@ -66,6 +74,12 @@ func init() {
 			nodeNeeds: needNodes[NodePauser]("pause a node"),
 			run:       disrupt("pause-node", func(a Action) Duration { return a.Duration }, NodePauser.PauseNode),
 		},
+	}
+}
+
+// timelineActions act on the subject or the specs, or wait.
+func timelineActions() map[ActionKind]actionSpec {
+	return map[ActionKind]actionSpec{
 		ActPauseSubject:   {subjectNeeds: (*caseRun).canPause, run: (*caseRun).doSubject},
 		ActResumeSubject:  {run: (*caseRun).doSubject},
 		ActRestartSubject: {fields: []string{"downtime"}, subjectNeeds: (*caseRun).canPause, run: (*caseRun).doSubject},

@@ -58,7 +58,9 @@ func (cp *ControlPlane) ClientCredentials(user string, groups ...string) (*Crede
 func sanitize(s string) string {
 	b := []byte(s)
 	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '.':
+		default:
 			b[i] = '_'
 		}
 	}
