@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 )
 
@@ -44,14 +45,24 @@ func (l *leaseKeeper) jittered(d time.Duration) time.Duration {
 // and at once whenever truth asks for a ground-truth publication.
 func (l *leaseKeeper) loop(ctx context.Context, truth <-chan struct{}) {
 	next := l.cfg.Clock.Now().Add(l.jittered(l.cfg.Timing.RenewInterval))
+	// overdue: a renewal fell due while the node was paused. It is made
+	// the moment the node is back, when Resume asks for a publication;
+	// until then no timer runs (an expired one would fire at once, again
+	// and again).
+	overdue := false
 	for {
-		timer := l.cfg.Clock.NewTimer(next.Sub(l.cfg.Clock.Now()))
+		var timer clock.Timer
+		var due <-chan time.Time
+		if !overdue {
+			timer = l.cfg.Clock.NewTimer(next.Sub(l.cfg.Clock.Now()))
+			due = timer.C()
+		}
 		select {
 		case <-ctx.Done():
-			timer.Stop()
+			stopTimer(timer)
 			return
 		case <-truth:
-			timer.Stop()
+			stopTimer(timer)
 			if !l.link.up() {
 				continue
 			}
@@ -63,10 +74,11 @@ func (l *leaseKeeper) loop(ctx context.Context, truth <-chan struct{}) {
 			if err := l.renew(ctx, true); err != nil && ctx.Err() == nil {
 				l.log.Error(err, "publish ground truth")
 			}
+			overdue = false
 			next = l.cfg.Clock.Now().Add(l.jittered(l.cfg.Timing.RenewInterval))
-		case <-timer.C():
+		case <-due:
 			if !l.link.up() {
-				// Paused: the renewal is due the moment the node is back.
+				overdue = true
 				continue
 			}
 			err := l.renew(ctx, true)
@@ -81,6 +93,12 @@ func (l *leaseKeeper) loop(ctx context.Context, truth <-chan struct{}) {
 			}
 			next = l.cfg.Clock.Now().Add(l.jittered(l.cfg.Timing.RenewInterval))
 		}
+	}
+}
+
+func stopTimer(t clock.Timer) {
+	if t != nil {
+		t.Stop()
 	}
 }
 

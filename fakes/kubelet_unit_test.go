@@ -515,6 +515,36 @@ func TestUnitRebootSupersedesRestart(t *testing.T) {
 	}
 }
 
+func TestUnitPauseStopsHeartbeatsUntilResume(t *testing.T) {
+	u := startUnit(t)
+	u.kl.Pause()
+	renewals, nodeWrites := u.kl.Stats().LeaseRenewals, u.writes("nodes")
+	// The renewal falls due: the lease loop waits for Resume with no
+	// timer; the status loop skips its turns.
+	u.clock.Step(unitTiming().RenewInterval)
+	u.waitFor("loops idle while paused", func() bool { return u.clock.Waiters() == 1 || u.clock.expired.Load() > 0 })
+	if n := u.clock.expired.Load(); n != 0 {
+		t.Fatalf("%d timers armed already expired while paused: on a real clock the lease loop would spin until Resume", n)
+	}
+	u.step(unitTiming().StatusInterval, 1)
+	if got := u.kl.Stats().LeaseRenewals; got != renewals {
+		t.Errorf("renewals %d -> %d while paused", renewals, got)
+	}
+	if got := u.writes("nodes"); got != nodeWrites {
+		t.Errorf("node writes %d -> %d while paused", nodeWrites, got)
+	}
+	u.kl.Resume()
+	u.settle(2)
+	time.Sleep(5 * time.Millisecond) // a second renewal would be under way by now
+	u.settle(2)
+	if got := u.kl.Stats().LeaseRenewals; got != renewals+1 {
+		t.Errorf("renewals %d -> %d at Resume, want exactly one at once", renewals, got)
+	}
+	if got := u.renewTime(); got != 20*time.Second {
+		t.Errorf("renewal at +%s, want at the resume, +20s", got)
+	}
+}
+
 // startWorker creates a Load worker for module dummy and hands it to the
 // kubelet; its container starts after the pod start latency.
 func (u *unitKubelet) startWorker(name string) {
