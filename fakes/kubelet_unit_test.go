@@ -18,6 +18,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/bootproof/bootproof/fakes"
 )
@@ -645,5 +646,33 @@ func TestUnitRunningContainerDiesWithReboot(t *testing.T) {
 	msg, err := fakes.ParseTerminationMessage(terminated(p).Message)
 	if err != nil || msg.BootID != u.kern.BootID() || msg.BootID == oldBoot {
 		t.Errorf("termination message %+v (%v), want the new boot %s", msg, err, u.kern.BootID())
+	}
+}
+
+// TestUnitDeletionInterruptedByRebootIsFinished deletes a pod while the
+// node is cut off, then reboots the node: the new boot's kubelet finishes
+// the deletion the old one could not make.
+func TestUnitDeletionInterruptedByRebootIsFinished(t *testing.T) {
+	u := startUnit(t)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default", UID: "uid-app",
+		DeletionTimestamp: ptr.To(metav1.NewTime(unitStart))},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app", Image: "example.invalid/app"}}}}
+	created, err := u.client.CoreV1().Pods("default").Create(context.Background(), pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.kl.Pause()
+	u.pods.send(created)
+	done := make(chan error, 1)
+	go func() { done <- u.kl.Reboot(context.Background(), fakes.RebootSpec{Downtime: time.Second}) }()
+	u.waitFor("node down", func() bool { return u.kern.BootID() == "" && u.clock.Waiters() == 2 })
+	u.clock.Step(time.Second)
+	u.kl.Resume()
+	if err := wait(t, "Reboot", done); err != nil {
+		t.Fatal(err)
+	}
+	u.waitFor("pod app deleted", func() bool { return u.writes("pods") == 2 }) // its create and the kubelet's delete
+	if _, err := u.client.CoreV1().Pods("default").Get(context.Background(), "app", metav1.GetOptions{}); err == nil {
+		t.Error("pod app still there after the new boot's kubelet started")
 	}
 }

@@ -81,8 +81,9 @@ func (r *podRunner) onPod(pod *corev1.Pod, deleted bool) {
 // kick asks for a pod sync.
 func (r *podRunner) kick() { nudge(r.wake) }
 
-// forgetWorkers drops the workers of a stopped kubelet lifetime, so the
-// next one starts its own.
+// forgetWorkers drops the workers and deletions in flight of a stopped
+// kubelet lifetime, so the next one starts its own (a deletion the stop
+// interrupted is made again).
 func (r *podRunner) forgetWorkers() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -90,6 +91,7 @@ func (r *podRunner) forgetWorkers() {
 		cancel()
 		delete(r.workers, uid)
 	}
+	clear(r.deleting)
 }
 
 func (r *podRunner) actionCount() int {
