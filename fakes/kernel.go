@@ -57,8 +57,10 @@ type ModuleError struct {
 	Err           error
 }
 
+// Error names the module, the kernel and the boot.
 func (e *ModuleError) Error() string {
 	return fmt.Sprintf("module %s (kernel %s, boot %s): %v", e.Module, e.KernelVersion, e.BootID, e.Err)
 }
 
+// Unwrap returns the kernel error (ErrUnknownModule, ErrModuleInUse, ...).
 func (e *ModuleError) Unwrap() error { return e.Err }

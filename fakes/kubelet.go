@@ -8,10 +8,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 )
@@ -118,36 +116,48 @@ type RebootSpec struct {
 
 // Kubelet is the lightweight kubelet of one node. See the package
 // documentation for what it does and does not do.
+//
+// Like kwok's node simulator it is made of parts that each own their
+// state under their own lock: the node status (status), the Lease
+// (lease) and the pods (pods). The Kubelet itself owns only the
+// lifecycle of the kubelet process: which lifetime runs, how many boots
+// there were, and which reboot or restart is the newest. No lock is
+// held while another part's lock is taken.
 type Kubelet struct {
-	cfg Config
-	log logr.Logger
+	*host
+	status *nodeStatus
+	lease  *leaseKeeper
+	pods   *podRunner
 
 	// life serializes starting and stopping the kubelet process, so a
 	// reboot that arrives while the process is starting waits for it.
 	life sync.Mutex
+
+	// mu guards the lifecycle state below.
+	mu sync.Mutex
 	// gen counts reboots and restarts; the one that started last owns
 	// the next start (an older one that ends its downtime later does
 	// not start a second process).
-	gen uint64
+	gen   uint64
+	run   *lifetime       // the current kubelet process; nil while down
+	base  context.Context // Start's context: every lifetime derives from it
+	boots int             // kubelet process starts
 
-	mu         sync.Mutex
-	run        *lifetime       // the current kubelet process; nil while down
-	base       context.Context // Start's context: every lifetime derives from it
-	offline    chan struct{}
-	online     chan struct{} // closed while online
-	pods       map[types.UID]*corev1.Pod
-	containers map[types.UID]*container
-	workers    map[types.UID]context.CancelFunc
-	deleting   map[types.UID]bool
-	lease      *coordinationv1.Lease
-	lastReport time.Time
-	notReady   bool
 	registered chan struct{}
 	regOnce    sync.Once
-	stats      Stats
 }
 
-// Stats count what the kubelet did, for tests and benchmarks.
+// host is what every part of the kubelet shares: its configuration, its
+// link to the API server and its logger. cfg and link never change after
+// New; log is set once by Start, before any part runs.
+type host struct {
+	cfg  Config
+	link *link
+	log  logr.Logger
+}
+
+// Stats count what the kubelet did, for tests and benchmarks. Each part
+// counts under its own lock, so a Stats is not one atomic snapshot.
 type Stats struct {
 	LeaseRenewals int
 	LateRenewals  []time.Duration // lateness of each renewal vs its schedule
@@ -156,40 +166,15 @@ type Stats struct {
 	WorkerActions int
 }
 
-// lifetime is one run of the kubelet process (between starts and stops).
-type lifetime struct {
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	sync   chan struct{}
-	truth  chan struct{}
-}
-
-// container is what ran of a pod's container in which boot.
-type container struct {
-	bootID   string
-	restarts int32
-	started  time.Time
-	finished time.Time
-	exitCode int32
-	reason   string
-	message  string
-	done     bool
-	// last is the previous run's termination, for lastState.
-	last *corev1.ContainerStateTerminated
-}
-
 // New returns a kubelet; Start runs it.
 func New(cfg Config) (*Kubelet, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	k := &Kubelet{
-		cfg: cfg, pods: map[types.UID]*corev1.Pod{}, containers: map[types.UID]*container{},
-		workers: map[types.UID]context.CancelFunc{}, deleting: map[types.UID]bool{},
-		online: make(chan struct{}), registered: make(chan struct{}),
-	}
-	close(k.online)
+	h := &host{cfg: cfg, link: newLink(), log: logr.Discard()}
+	k := &Kubelet{host: h, status: &nodeStatus{host: h}, lease: &leaseKeeper{host: h},
+		registered: make(chan struct{})}
+	k.pods = newPodRunner(h, k.PublishGroundTruth)
 	return k, nil
 }
 
@@ -205,10 +190,13 @@ func (k *Kubelet) Registered() <-chan struct{} { return k.registered }
 
 // Stats returns a copy of the counters.
 func (k *Kubelet) Stats() Stats {
+	var s Stats
+	s.LeaseRenewals, s.LateRenewals = k.lease.counts()
+	s.StatusPosts = k.status.postCount()
+	s.WorkerActions = k.pods.actionCount()
 	k.mu.Lock()
-	defer k.mu.Unlock()
-	s := k.stats
-	s.LateRenewals = append([]time.Duration(nil), k.stats.LateRenewals...)
+	s.Boots = k.boots
+	k.mu.Unlock()
 	return s
 }
 
@@ -232,7 +220,7 @@ func (k *Kubelet) Start(ctx context.Context) error {
 		defer src.Shutdown()
 		pods = src
 	}
-	unsubscribe := pods.Subscribe(k.cfg.NodeName, k.onPod)
+	unsubscribe := pods.Subscribe(k.cfg.NodeName, k.pods.onPod)
 	defer unsubscribe()
 	k.life.Lock()
 	err := k.startLifetime(ctx, Startup{})
@@ -245,260 +233,4 @@ func (k *Kubelet) Start(ctx context.Context) error {
 	k.stopLifetime()
 	k.life.Unlock()
 	return nil
-}
-
-// onPod records a pod event and nudges the pod sync.
-func (k *Kubelet) onPod(pod *corev1.Pod, deleted bool) {
-	k.mu.Lock()
-	if deleted {
-		delete(k.pods, pod.UID)
-		if cancel, ok := k.workers[pod.UID]; ok {
-			cancel()
-			delete(k.workers, pod.UID)
-		}
-		delete(k.containers, pod.UID)
-		delete(k.deleting, pod.UID)
-	} else {
-		k.pods[pod.UID] = pod
-	}
-	run := k.run
-	k.mu.Unlock()
-	if run != nil {
-		nudge(run.sync)
-	}
-}
-
-func nudge(ch chan struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
-	}
-}
-
-// startLifetime starts the kubelet process: registration, the first
-// heartbeat and status, then the loops. The process runs until it is
-// stopped or Start's context ends, not when caller's context ends (a
-// reboot or restart requested by a short-lived request must not take
-// the new process down with it); caller only bounds the start. The
-// caller holds k.life.
-func (k *Kubelet) startLifetime(caller context.Context, st Startup) error {
-	k.mu.Lock()
-	parent := k.base
-	k.mu.Unlock()
-	if parent == nil {
-		parent = caller
-	}
-	ctx, cancel := context.WithCancel(parent)
-	stopStart := context.AfterFunc(caller, cancel)
-	defer stopStart()
-	lt := &lifetime{ctx: ctx, cancel: cancel, sync: make(chan struct{}, 1), truth: make(chan struct{}, 1)}
-	k.mu.Lock()
-	k.notReady = st.NotReadyFor > 0
-	k.stats.Boots++
-	k.mu.Unlock()
-	if err := k.register(ctx); err != nil {
-		cancel()
-		return err
-	}
-	if err := k.renewLease(ctx, true); err != nil {
-		cancel()
-		return err
-	}
-	k.mu.Lock()
-	k.run = lt
-	k.mu.Unlock()
-	k.regOnce.Do(func() { close(k.registered) })
-	k.log.V(1).Info("kubelet started", "bootID", k.cfg.Kernel.BootID(), "notReadyFor", st.NotReadyFor)
-
-	lt.wg.Add(3)
-	go func() { defer lt.wg.Done(); k.leaseLoop(lt) }()
-	go func() { defer lt.wg.Done(); k.statusLoop(lt) }()
-	go func() { defer lt.wg.Done(); k.podLoop(lt) }()
-	if st.NotReadyFor > 0 {
-		lt.wg.Add(1)
-		go func() {
-			defer lt.wg.Done()
-			select {
-			case <-ctx.Done():
-				return
-			case <-k.cfg.Clock.After(st.NotReadyFor):
-			}
-			k.mu.Lock()
-			k.notReady = false
-			k.mu.Unlock()
-			if err := k.postStatus(ctx, true); err != nil && ctx.Err() == nil {
-				k.log.Error(err, "post status after startup blip")
-			}
-		}()
-	}
-	nudge(lt.sync)
-	return nil
-}
-
-// stopLifetime stops the kubelet process and waits for its goroutines.
-// The caller holds k.life.
-func (k *Kubelet) stopLifetime() {
-	k.mu.Lock()
-	lt := k.run
-	k.run = nil
-	for uid, cancel := range k.workers {
-		cancel()
-		delete(k.workers, uid)
-	}
-	k.mu.Unlock()
-	if lt != nil {
-		lt.cancel()
-		lt.wg.Wait()
-	}
-}
-
-// Reboot stops heartbeats at once (after one last renewal if asked),
-// kills the containers, halts the kernel, waits Downtime, boots the kernel
-// (a new boot ID) and starts the kubelet again. It returns when the
-// kubelet has posted its first status in the new boot. Like a real
-// machine, the node can be rebooted whatever its kubelet is doing: a
-// kubelet that is starting finishes first, one that is down (a kubelet
-// restart in progress) stays down until the new boot. A later reboot or
-// restart supersedes this one: it then returns without booting.
-func (k *Kubelet) Reboot(ctx context.Context, spec RebootSpec) error {
-	rb, ok := k.cfg.Kernel.(Rebooter)
-	if !ok {
-		return fmt.Errorf("reboot node %s: its kernel (%T) cannot be rebooted by the kubelet", k.cfg.NodeName, k.cfg.Kernel)
-	}
-	if spec.Downtime < 0 {
-		return fmt.Errorf("reboot node %s: negative downtime %s", k.cfg.NodeName, spec.Downtime)
-	}
-	k.life.Lock()
-	k.mu.Lock()
-	lt, started := k.run, k.base != nil
-	k.gen++
-	mine := k.gen
-	k.mu.Unlock()
-	if !started {
-		k.life.Unlock()
-		return fmt.Errorf("reboot node %s: the kubelet was never started", k.cfg.NodeName)
-	}
-	oldBoot := k.cfg.Kernel.BootID()
-	if spec.AfterRenewal && lt != nil {
-		// A real renewal (renewTime moves): a Lease write that does not
-		// renew makes kube-controller-manager 1.37's lease circuit
-		// breaker stop judging the node, and a slow reboot would then
-		// never show NotReady.
-		if err := k.renewLease(lt.ctx, true); err != nil {
-			k.life.Unlock()
-			return fmt.Errorf("reboot node %s: last renewal: %w", k.cfg.NodeName, err)
-		}
-	}
-	k.stopLifetime()
-	rb.Halt()
-	k.life.Unlock()
-	k.log.V(1).Info("node down for reboot", "oldBootID", oldBoot, "downtime", spec.Downtime)
-	select {
-	case <-ctx.Done():
-		return fmt.Errorf("reboot node %s (boot %s): %w", k.cfg.NodeName, oldBoot, ctx.Err())
-	case <-k.cfg.Clock.After(spec.Downtime):
-	}
-	k.life.Lock()
-	defer k.life.Unlock()
-	if k.superseded(mine) {
-		k.log.V(1).Info("reboot superseded by a later one", "oldBootID", oldBoot)
-		return nil
-	}
-	boot, err := rb.Boot(spec.KernelVersion)
-	if err != nil {
-		return fmt.Errorf("reboot node %s: boot: %w", k.cfg.NodeName, err)
-	}
-	k.log.V(1).Info("node booted", "bootID", boot, "oldBootID", oldBoot, "kernelVersion", k.cfg.Kernel.Version())
-	return k.startLifetime(ctx, spec.Startup)
-}
-
-// RestartKubelet stops the kubelet process for downtime and starts it
-// again in the same boot: a heartbeat gap, same boot ID, modules and
-// containers kept. A reboot during the downtime supersedes the restart.
-func (k *Kubelet) RestartKubelet(ctx context.Context, downtime time.Duration) error {
-	k.life.Lock()
-	k.mu.Lock()
-	running := k.run != nil
-	if running {
-		k.gen++
-	}
-	mine := k.gen
-	k.mu.Unlock()
-	if !running {
-		k.life.Unlock()
-		return fmt.Errorf("restart kubelet on node %s: kubelet is not running", k.cfg.NodeName)
-	}
-	k.stopLifetime()
-	k.life.Unlock()
-	select {
-	case <-ctx.Done():
-		return fmt.Errorf("restart kubelet on node %s: %w", k.cfg.NodeName, ctx.Err())
-	case <-k.cfg.Clock.After(downtime):
-	}
-	k.life.Lock()
-	defer k.life.Unlock()
-	if k.superseded(mine) {
-		k.log.V(1).Info("kubelet restart superseded by a reboot")
-		return nil
-	}
-	return k.startLifetime(ctx, Startup{})
-}
-
-// superseded reports whether a reboot or restart started after the one
-// numbered gen.
-func (k *Kubelet) superseded(gen uint64) bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.gen != gen
-}
-
-// Pause cuts the node off the API without a reboot (a network blip):
-// heartbeats and status posts stop, containers and modules stay.
-func (k *Kubelet) Pause() {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	select {
-	case <-k.online:
-		k.online = make(chan struct{})
-	default:
-	}
-}
-
-// Resume ends a Pause; the next heartbeat goes out at once.
-func (k *Kubelet) Resume() {
-	k.mu.Lock()
-	select {
-	case <-k.online:
-	default:
-		close(k.online)
-	}
-	lt := k.run
-	k.mu.Unlock()
-	if lt != nil {
-		nudge(lt.truth)
-	}
-}
-
-// waitOnline blocks while the node is paused.
-func (k *Kubelet) waitOnline(ctx context.Context) error {
-	k.mu.Lock()
-	ch := k.online
-	k.mu.Unlock()
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (k *Kubelet) isOnline() bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	select {
-	case <-k.online:
-		return true
-	default:
-		return false
-	}
 }

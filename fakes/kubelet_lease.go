@@ -5,33 +5,65 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 )
 
-// The simulated kubelet's Lease heartbeats, ground truth and events.
+// The simulated kubelet's Lease: heartbeats and ground truth.
 
-func (k *Kubelet) jittered(d time.Duration) time.Duration {
-	return d + time.Duration(rand.Float64()*k.cfg.Timing.RenewJitter*float64(d))
+// leaseKeeper is the part of the kubelet that renews the node's Lease and
+// publishes the kernel's ground truth on it. Its lock guards the Lease
+// last written and the renewal counters.
+type leaseKeeper struct {
+	*host
+
+	mu       sync.Mutex
+	lease    *coordinationv1.Lease // as last written; nil: read it first
+	renewals int
+	late     []time.Duration // lateness of each scheduled renewal
 }
 
-func (k *Kubelet) leaseLoop(lt *lifetime) {
-	next := k.cfg.Clock.Now().Add(k.jittered(k.cfg.Timing.RenewInterval))
+// counts returns the number of renewals and a copy of their lateness.
+func (l *leaseKeeper) counts() (int, []time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.renewals, append([]time.Duration(nil), l.late...)
+}
+
+func (l *leaseKeeper) jittered(d time.Duration) time.Duration {
+	return d + time.Duration(rand.Float64()*l.cfg.Timing.RenewJitter*float64(d))
+}
+
+// loop renews the Lease every RenewInterval plus jitter until ctx ends,
+// and at once whenever truth asks for a ground-truth publication.
+func (l *leaseKeeper) loop(ctx context.Context, truth <-chan struct{}) {
+	next := l.cfg.Clock.Now().Add(l.jittered(l.cfg.Timing.RenewInterval))
+	// overdue: a renewal fell due while the node was paused. It is made
+	// the moment the node is back, when Resume asks for a publication;
+	// until then no timer runs (an expired one would fire at once, again
+	// and again).
+	overdue := false
 	for {
-		timer := k.cfg.Clock.NewTimer(next.Sub(k.cfg.Clock.Now()))
+		var timer clock.Timer
+		var due <-chan time.Time
+		if !overdue {
+			timer = l.cfg.Clock.NewTimer(next.Sub(l.cfg.Clock.Now()))
+			due = timer.C()
+		}
 		select {
-		case <-lt.ctx.Done():
-			timer.Stop()
+		case <-ctx.Done():
+			stopTimer(timer)
 			return
-		case <-lt.truth:
-			timer.Stop()
-			if !k.isOnline() {
+		case <-truth:
+			stopTimer(timer)
+			if !l.link.up() {
 				continue
 			}
 			// Publishing rides on a renewal: a real kubelet writes its
@@ -39,127 +71,119 @@ func (k *Kubelet) leaseLoop(lt *lifetime) {
 			// NodeControllerLeaseCircuitBreaker) takes a Lease whose
 			// resourceVersion moved without a newer renewTime for a stale
 			// cache and then never marks the node Unknown.
-			if err := k.renewLease(lt.ctx, true); err != nil && lt.ctx.Err() == nil {
-				k.log.Error(err, "publish ground truth")
+			if err := l.renew(ctx, true); err != nil && ctx.Err() == nil {
+				l.log.Error(err, "publish ground truth")
 			}
-			next = k.cfg.Clock.Now().Add(k.jittered(k.cfg.Timing.RenewInterval))
-		case <-timer.C():
-			if !k.isOnline() {
-				// Paused: the renewal is due the moment the node is back.
+			overdue = false
+			next = l.cfg.Clock.Now().Add(l.jittered(l.cfg.Timing.RenewInterval))
+		case <-due:
+			if !l.link.up() {
+				overdue = true
 				continue
 			}
-			err := k.renewLease(lt.ctx, true)
+			err := l.renew(ctx, true)
 			// Lateness: from the scheduled renewal to the API's answer.
-			late := k.cfg.Clock.Since(next)
-			if err != nil && lt.ctx.Err() == nil {
-				k.log.Error(err, "renew lease")
+			late := l.cfg.Clock.Since(next)
+			if err != nil && ctx.Err() == nil {
+				l.log.Error(err, "renew lease")
 			} else if err == nil {
-				k.mu.Lock()
-				k.stats.LateRenewals = append(k.stats.LateRenewals, late)
-				k.mu.Unlock()
+				l.mu.Lock()
+				l.late = append(l.late, late)
+				l.mu.Unlock()
 			}
-			next = k.cfg.Clock.Now().Add(k.jittered(k.cfg.Timing.RenewInterval))
+			next = l.cfg.Clock.Now().Add(l.jittered(l.cfg.Timing.RenewInterval))
 		}
 	}
 }
 
-// renewLease writes the node's Lease with the current ground truth; with
+func stopTimer(t clock.Timer) {
+	if t != nil {
+		t.Stop()
+	}
+}
+
+// renew writes the node's Lease with the current ground truth; with
 // renew it also moves renewTime (a heartbeat).
-func (k *Kubelet) renewLease(ctx context.Context, renew bool) error {
-	if err := k.waitOnline(ctx); err != nil {
+func (l *leaseKeeper) renew(ctx context.Context, renew bool) error {
+	if err := l.link.wait(ctx); err != nil {
 		return err
 	}
-	now := k.cfg.Clock.Now()
-	truth, err := json.Marshal(snapshot(k.cfg.NodeName, k.cfg.Kernel, now))
+	now := l.cfg.Clock.Now()
+	truth, err := json.Marshal(snapshot(l.cfg.NodeName, l.cfg.Kernel, now))
 	if err != nil {
 		return err
 	}
-	leases := k.cfg.Client.CoordinationV1().Leases(corev1.NamespaceNodeLease)
-	k.mu.Lock()
-	cur := k.lease
-	k.mu.Unlock()
+	leases := l.cfg.Client.CoordinationV1().Leases(corev1.NamespaceNodeLease)
+	l.mu.Lock()
+	cur := l.lease
+	l.mu.Unlock()
 	for attempt := 0; attempt < 3; attempt++ {
 		if cur == nil {
-			got, err := leases.Get(ctx, k.cfg.NodeName, metav1.GetOptions{})
+			got, err := leases.Get(ctx, l.cfg.NodeName, metav1.GetOptions{})
 			switch {
 			case apierrors.IsNotFound(err):
-				l := &coordinationv1.Lease{
-					ObjectMeta: metav1.ObjectMeta{Name: k.cfg.NodeName, Namespace: corev1.NamespaceNodeLease,
-						Annotations: map[string]string{GroundTruthAnnotation: string(truth)}},
-					Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(k.cfg.NodeName),
-						LeaseDurationSeconds: ptr.To(int32(k.cfg.Timing.LeaseDuration / time.Second)),
-						RenewTime:            &metav1.MicroTime{Time: now}},
-				}
-				if n, err := k.cfg.Client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{}); err == nil {
-					l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}}
-				}
-				created, err := leases.Create(ctx, l, metav1.CreateOptions{})
-				if err != nil {
-					return fmt.Errorf("create lease of node %s: %w", k.cfg.NodeName, err)
-				}
-				k.leaseWritten(created, true)
-				return nil
+				return l.create(ctx, now, string(truth))
 			case err != nil:
-				return fmt.Errorf("get lease of node %s: %w", k.cfg.NodeName, err)
+				return fmt.Errorf("get lease of node %s: %w", l.cfg.NodeName, err)
 			}
 			cur = got
 		}
-		l := cur.DeepCopy()
-		if l.Annotations == nil {
-			l.Annotations = map[string]string{}
-		}
-		l.Annotations[GroundTruthAnnotation] = string(truth)
-		if renew {
-			l.Spec.RenewTime = &metav1.MicroTime{Time: now}
-			l.Spec.HolderIdentity = ptr.To(k.cfg.NodeName)
-			l.Spec.LeaseDurationSeconds = ptr.To(int32(k.cfg.Timing.LeaseDuration / time.Second))
-		}
-		updated, err := leases.Update(ctx, l, metav1.UpdateOptions{})
+		updated, err := leases.Update(ctx, l.renewed(cur, now, string(truth), renew), metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			cur = nil
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("update lease of node %s: %w", k.cfg.NodeName, err)
+			return fmt.Errorf("update lease of node %s: %w", l.cfg.NodeName, err)
 		}
-		k.leaseWritten(updated, renew)
+		l.written(updated, renew)
 		return nil
 	}
-	return fmt.Errorf("update lease of node %s: conflicts persisted", k.cfg.NodeName)
+	return fmt.Errorf("update lease of node %s: conflicts persisted", l.cfg.NodeName)
 }
 
-func (k *Kubelet) leaseWritten(l *coordinationv1.Lease, renew bool) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.lease = l
+// create creates the node's Lease, owned by its Node when the Node is
+// there.
+func (l *leaseKeeper) create(ctx context.Context, now time.Time, truth string) error {
+	lease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: l.cfg.NodeName, Namespace: corev1.NamespaceNodeLease,
+			Annotations: map[string]string{GroundTruthAnnotation: truth}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(l.cfg.NodeName),
+			LeaseDurationSeconds: ptr.To(int32(l.cfg.Timing.LeaseDuration / time.Second)),
+			RenewTime:            &metav1.MicroTime{Time: now}},
+	}
+	if n, err := l.cfg.Client.CoreV1().Nodes().Get(ctx, l.cfg.NodeName, metav1.GetOptions{}); err == nil {
+		lease.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}}
+	}
+	created, err := l.cfg.Client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(ctx, lease, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("create lease of node %s: %w", l.cfg.NodeName, err)
+	}
+	l.written(created, true)
+	return nil
+}
+
+// renewed returns a copy of cur carrying truth, renewed at now if renew.
+func (l *leaseKeeper) renewed(cur *coordinationv1.Lease, now time.Time, truth string, renew bool) *coordinationv1.Lease {
+	lease := cur.DeepCopy()
+	if lease.Annotations == nil {
+		lease.Annotations = map[string]string{}
+	}
+	lease.Annotations[GroundTruthAnnotation] = truth
 	if renew {
-		k.stats.LeaseRenewals++
+		lease.Spec.RenewTime = &metav1.MicroTime{Time: now}
+		lease.Spec.HolderIdentity = ptr.To(l.cfg.NodeName)
+		lease.Spec.LeaseDurationSeconds = ptr.To(int32(l.cfg.Timing.LeaseDuration / time.Second))
 	}
+	return lease
 }
 
-// PublishGroundTruth asks the kubelet to publish the kernel's state now.
-func (k *Kubelet) PublishGroundTruth() {
-	k.mu.Lock()
-	lt := k.run
-	k.mu.Unlock()
-	if lt != nil {
-		nudge(lt.truth)
-	}
-}
-
-// event records a core/v1 Event about the node, as the kubelet does.
-func (k *Kubelet) event(ctx context.Context, node *corev1.Node, typ, reason, msg string) {
-	now := metav1.NewTime(k.cfg.Clock.Now())
-	ev := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: k.cfg.NodeName + ".", Namespace: metav1.NamespaceDefault},
-		// The kubelet refers to its node with UID = node name.
-		InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: node.Name, UID: types.UID(node.Name)},
-		Reason:         reason, Message: msg, Type: typ,
-		Source:         corev1.EventSource{Component: "kubelet", Host: k.cfg.NodeName},
-		FirstTimestamp: now, LastTimestamp: now, Count: 1,
-		ReportingController: "kubelet", ReportingInstance: k.cfg.NodeName,
-	}
-	if _, err := k.cfg.Client.CoreV1().Events(metav1.NamespaceDefault).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
-		k.log.Error(err, "record event", "reason", reason)
+// written records the Lease as the API returned it.
+func (l *leaseKeeper) written(lease *coordinationv1.Lease, renew bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lease = lease
+	if renew {
+		l.renewals++
 	}
 }

@@ -5,29 +5,64 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // The simulated kubelet's Node: registration and status.
 
-func (k *Kubelet) nodeInfo() corev1.NodeSystemInfo {
+// nodeStatus is the part of the kubelet that registers the Node and
+// posts its status. Its lock guards the readiness it reports, when it
+// last reported, and how often it posted.
+type nodeStatus struct {
+	*host
+
+	mu         sync.Mutex
+	notReady   bool      // in the startup blip: Ready=False
+	lastReport time.Time // last status post, on the injected clock
+	posts      int
+}
+
+func (s *nodeStatus) setNotReady(v bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.notReady = v
+}
+
+// reported records a status post made at now.
+func (s *nodeStatus) reported(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastReport = now
+	s.posts++
+}
+
+func (s *nodeStatus) postCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.posts
+}
+
+func (s *nodeStatus) nodeInfo() corev1.NodeSystemInfo {
 	return corev1.NodeSystemInfo{
-		MachineID: k.cfg.NodeName, SystemUUID: k.cfg.NodeName,
-		BootID: k.cfg.Kernel.BootID(), KernelVersion: k.cfg.Kernel.Version(),
-		OSImage: k.cfg.OSImage, ContainerRuntimeVersion: DefaultRuntimeVersion,
-		KubeletVersion: k.cfg.KubeletVersion, OperatingSystem: "linux", Architecture: "amd64",
+		MachineID: s.cfg.NodeName, SystemUUID: s.cfg.NodeName,
+		BootID: s.cfg.Kernel.BootID(), KernelVersion: s.cfg.Kernel.Version(),
+		OSImage: s.cfg.OSImage, ContainerRuntimeVersion: DefaultRuntimeVersion,
+		KubeletVersion: s.cfg.KubeletVersion, OperatingSystem: "linux", Architecture: "amd64",
 	}
 }
 
 // conditions returns the conditions the kubelet would post now, carrying
 // over transition times from old when a status did not change.
-func (k *Kubelet) conditions(old []corev1.NodeCondition, now metav1.Time) []corev1.NodeCondition {
-	k.mu.Lock()
-	notReady := k.notReady
-	k.mu.Unlock()
+func (s *nodeStatus) conditions(old []corev1.NodeCondition, now metav1.Time) []corev1.NodeCondition {
+	s.mu.Lock()
+	notReady := s.notReady
+	s.mu.Unlock()
 	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status"}
 	if notReady {
 		ready = corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady", Message: NotReadyBlipMessage}
@@ -50,19 +85,19 @@ func (k *Kubelet) conditions(old []corev1.NodeCondition, now metav1.Time) []core
 	return conds
 }
 
-func (k *Kubelet) newNode(now metav1.Time) *corev1.Node {
+func (s *nodeStatus) newNode(now metav1.Time) *corev1.Node {
 	labels := map[string]string{
-		corev1.LabelHostname: k.cfg.NodeName, corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64",
+		corev1.LabelHostname: s.cfg.NodeName, corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64",
 	}
-	maps.Copy(labels, k.cfg.Labels)
+	maps.Copy(labels, s.cfg.Labels)
 	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: k.cfg.NodeName, Labels: labels},
-		Spec:       corev1.NodeSpec{Taints: k.cfg.Taints},
+		ObjectMeta: metav1.ObjectMeta{Name: s.cfg.NodeName, Labels: labels},
+		Spec:       corev1.NodeSpec{Taints: s.cfg.Taints},
 		Status: corev1.NodeStatus{
-			Capacity: k.cfg.Capacity, Allocatable: k.cfg.Capacity,
-			Addresses:  []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: k.cfg.Address}, {Type: corev1.NodeHostName, Address: k.cfg.NodeName}},
-			Conditions: k.conditions(nil, now),
-			NodeInfo:   k.nodeInfo(),
+			Capacity: s.cfg.Capacity, Allocatable: s.cfg.Capacity,
+			Addresses:  []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: s.cfg.Address}, {Type: corev1.NodeHostName, Address: s.cfg.NodeName}},
+			Conditions: s.conditions(nil, now),
+			NodeInfo:   s.nodeInfo(),
 		},
 	}
 }
@@ -70,57 +105,57 @@ func (k *Kubelet) newNode(now metav1.Time) *corev1.Node {
 // register creates the Node, or takes over an existing one: a changed
 // boot ID there means the node rebooted, which the kubelet announces with
 // a Rebooted event, as the real kubelet does.
-func (k *Kubelet) register(ctx context.Context) error {
-	if err := k.waitOnline(ctx); err != nil {
+func (s *nodeStatus) register(ctx context.Context) error {
+	if err := s.link.wait(ctx); err != nil {
 		return err
 	}
-	nodes := k.cfg.Client.CoreV1().Nodes()
-	now := metav1.NewTime(k.cfg.Clock.Now())
-	_, err := nodes.Create(ctx, k.newNode(now), metav1.CreateOptions{})
+	nodes := s.cfg.Client.CoreV1().Nodes()
+	now := metav1.NewTime(s.cfg.Clock.Now())
+	_, err := nodes.Create(ctx, s.newNode(now), metav1.CreateOptions{})
 	switch {
 	case err == nil:
-		k.mu.Lock()
-		k.lastReport = now.Time
-		k.stats.StatusPosts++
-		k.mu.Unlock()
+		s.reported(now.Time)
 		return nil
 	case !apierrors.IsAlreadyExists(err):
-		return fmt.Errorf("register node %s: %w", k.cfg.NodeName, err)
+		return fmt.Errorf("register node %s: %w", s.cfg.NodeName, err)
 	}
-	old, err := nodes.Get(ctx, k.cfg.NodeName, metav1.GetOptions{})
+	old, err := nodes.Get(ctx, s.cfg.NodeName, metav1.GetOptions{})
 	if err != nil {
-		return fmt.Errorf("register node %s: %w", k.cfg.NodeName, err)
+		return fmt.Errorf("register node %s: %w", s.cfg.NodeName, err)
 	}
-	if prev, cur := old.Status.NodeInfo.BootID, k.cfg.Kernel.BootID(); prev != "" && prev != cur {
-		k.event(ctx, old, corev1.EventTypeWarning, "Rebooted", fmt.Sprintf("Node %s has been rebooted, boot id: %s", k.cfg.NodeName, cur))
+	if prev, cur := old.Status.NodeInfo.BootID, s.cfg.Kernel.BootID(); prev != "" && prev != cur {
+		s.event(ctx, old, corev1.EventTypeWarning, "Rebooted", fmt.Sprintf("Node %s has been rebooted, boot id: %s", s.cfg.NodeName, cur))
 	}
-	return k.patchStatus(ctx, old)
+	return s.patch(ctx, old)
 }
 
-// postStatus computes status and posts it when it changed or when the
+// post computes status and posts it when it changed or when the
 // report interval passed (always when force is set).
-func (k *Kubelet) postStatus(ctx context.Context, force bool) error {
-	if err := k.waitOnline(ctx); err != nil {
+func (s *nodeStatus) post(ctx context.Context, force bool) error {
+	if err := s.link.wait(ctx); err != nil {
 		return err
 	}
-	node, err := k.cfg.Client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{})
+	node, err := s.cfg.Client.CoreV1().Nodes().Get(ctx, s.cfg.NodeName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return k.register(ctx)
+		return s.register(ctx)
 	}
 	if err != nil {
-		return fmt.Errorf("get node %s: %w", k.cfg.NodeName, err)
+		return fmt.Errorf("get node %s: %w", s.cfg.NodeName, err)
 	}
-	k.mu.Lock()
-	due := k.cfg.Clock.Since(k.lastReport) >= k.cfg.Timing.ReportInterval
-	k.mu.Unlock()
-	if !force && !due && !k.statusChanged(node) {
+	s.mu.Lock()
+	due := s.cfg.Clock.Since(s.lastReport) >= s.cfg.Timing.ReportInterval
+	s.mu.Unlock()
+	if !force && !due && !s.changed(node) {
 		return nil
 	}
-	return k.patchStatus(ctx, node)
+	return s.patch(ctx, node)
 }
 
-func (k *Kubelet) statusChanged(node *corev1.Node) bool {
-	want := k.conditions(node.Status.Conditions, metav1.NewTime(k.cfg.Clock.Now()))
+// changed reports whether the status the kubelet would post now differs
+// from node's in what a kubelet compares: the conditions' status, reason
+// and message, the boot ID and the kernel version.
+func (s *nodeStatus) changed(node *corev1.Node) bool {
+	want := s.conditions(node.Status.Conditions, metav1.NewTime(s.cfg.Clock.Now()))
 	for _, w := range want {
 		found := false
 		for _, o := range node.Status.Conditions {
@@ -135,46 +170,76 @@ func (k *Kubelet) statusChanged(node *corev1.Node) bool {
 			return true
 		}
 	}
-	info := k.nodeInfo()
+	info := s.nodeInfo()
 	return node.Status.NodeInfo.BootID != info.BootID || node.Status.NodeInfo.KernelVersion != info.KernelVersion
 }
 
-// patchStatus posts the status with a strategic merge patch, as the
+// patch posts the status with a strategic merge patch, as the
 // kubelet does; an update of the whole Node would race the controller
 // manager's taints, which NodeRestriction forbids a node to touch.
-func (k *Kubelet) patchStatus(ctx context.Context, node *corev1.Node) error {
-	now := metav1.NewTime(k.cfg.Clock.Now())
+func (s *nodeStatus) patch(ctx context.Context, node *corev1.Node) error {
+	now := metav1.NewTime(s.cfg.Clock.Now())
 	status := map[string]any{
-		"conditions": k.conditions(node.Status.Conditions, now),
-		"nodeInfo":   k.nodeInfo(),
-		"capacity":   k.cfg.Capacity, "allocatable": k.cfg.Capacity,
+		"conditions": s.conditions(node.Status.Conditions, now),
+		"nodeInfo":   s.nodeInfo(),
+		"capacity":   s.cfg.Capacity, "allocatable": s.cfg.Capacity,
 	}
 	patch, err := json.Marshal(map[string]any{"status": status})
 	if err != nil {
 		return err
 	}
-	if _, err := k.cfg.Client.CoreV1().Nodes().PatchStatus(ctx, k.cfg.NodeName, patch); err != nil {
-		return fmt.Errorf("post status of node %s: %w", k.cfg.NodeName, err)
+	if _, err := s.cfg.Client.CoreV1().Nodes().PatchStatus(ctx, s.cfg.NodeName, patch); err != nil {
+		return fmt.Errorf("post status of node %s: %w", s.cfg.NodeName, err)
 	}
-	k.mu.Lock()
-	k.lastReport = now.Time
-	k.stats.StatusPosts++
-	k.mu.Unlock()
+	s.reported(now.Time)
 	return nil
 }
 
-func (k *Kubelet) statusLoop(lt *lifetime) {
+// loop computes status every StatusInterval until ctx ends and posts it
+// when it changed or the report interval passed.
+func (s *nodeStatus) loop(ctx context.Context) {
 	for {
 		select {
-		case <-lt.ctx.Done():
+		case <-ctx.Done():
 			return
-		case <-k.cfg.Clock.After(k.cfg.Timing.StatusInterval):
+		case <-s.cfg.Clock.After(s.cfg.Timing.StatusInterval):
 		}
-		if !k.isOnline() {
+		if !s.link.up() {
 			continue
 		}
-		if err := k.postStatus(lt.ctx, false); err != nil && lt.ctx.Err() == nil {
-			k.log.Error(err, "post node status")
+		if err := s.post(ctx, false); err != nil && ctx.Err() == nil {
+			s.log.Error(err, "post node status")
 		}
+	}
+}
+
+// endStartupBlip ends the startup's Ready=False after d and posts
+// Ready=True at once.
+func (s *nodeStatus) endStartupBlip(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-s.cfg.Clock.After(d):
+	}
+	s.setNotReady(false)
+	if err := s.post(ctx, true); err != nil && ctx.Err() == nil {
+		s.log.Error(err, "post status after startup blip")
+	}
+}
+
+// event records a core/v1 Event about the node, as the kubelet does.
+func (s *nodeStatus) event(ctx context.Context, node *corev1.Node, typ, reason, msg string) {
+	now := metav1.NewTime(s.cfg.Clock.Now())
+	ev := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: s.cfg.NodeName + ".", Namespace: metav1.NamespaceDefault},
+		// The kubelet refers to its node with UID = node name.
+		InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: node.Name, UID: types.UID(node.Name)},
+		Reason:         reason, Message: msg, Type: typ,
+		Source:         corev1.EventSource{Component: "kubelet", Host: s.cfg.NodeName},
+		FirstTimestamp: now, LastTimestamp: now, Count: 1,
+		ReportingController: "kubelet", ReportingInstance: s.cfg.NodeName,
+	}
+	if _, err := s.cfg.Client.CoreV1().Events(metav1.NamespaceDefault).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		s.log.Error(err, "record event", "reason", reason)
 	}
 }

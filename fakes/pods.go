@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
+
+	"github.com/go-logr/logr"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,41 +16,122 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// maxBackoff caps the restart backoff of a failing container, as the
+// backoffSteps caps the restart backoff of a failing container, as the
 // kubelet's CrashLoopBackOff does (5m at kubelet-defaults timing).
 const backoffSteps = 5
 
-// podLoop starts a worker for every pod of this node that needs one and
-// finishes the deletion of pods being deleted.
-func (k *Kubelet) podLoop(lt *lifetime) {
+// podRunner is the part of the kubelet that runs the pods bound to its
+// node. Its lock guards the pods it knows, what ran of their containers,
+// the workers running them, the deletions in flight and the count of
+// worker actions.
+type podRunner struct {
+	*host
+	// publish asks for a ground-truth publication (after a worker action).
+	publish func()
+	// wake nudges the pod sync; it outlives kubelet lifetimes (a start
+	// syncs anyway).
+	wake chan struct{}
+
+	mu         sync.Mutex
+	pods       map[types.UID]*corev1.Pod
+	containers map[types.UID]*container
+	workers    map[types.UID]context.CancelFunc
+	deleting   map[types.UID]bool
+	actions    int
+}
+
+// container is what ran of a pod's container in which boot.
+type container struct {
+	bootID   string
+	restarts int32
+	started  time.Time
+	finished time.Time
+	exitCode int32
+	reason   string
+	message  string
+	done     bool
+	// last is the previous run's termination, for lastState.
+	last *corev1.ContainerStateTerminated
+}
+
+func newPodRunner(h *host, publish func()) *podRunner {
+	return &podRunner{host: h, publish: publish, wake: make(chan struct{}, 1),
+		pods: map[types.UID]*corev1.Pod{}, containers: map[types.UID]*container{},
+		workers: map[types.UID]context.CancelFunc{}, deleting: map[types.UID]bool{}}
+}
+
+// onPod records a pod event and nudges the pod sync.
+func (r *podRunner) onPod(pod *corev1.Pod, deleted bool) {
+	r.mu.Lock()
+	if deleted {
+		delete(r.pods, pod.UID)
+		if cancel, ok := r.workers[pod.UID]; ok {
+			cancel()
+			delete(r.workers, pod.UID)
+		}
+		delete(r.containers, pod.UID)
+		delete(r.deleting, pod.UID)
+	} else {
+		r.pods[pod.UID] = pod
+	}
+	r.mu.Unlock()
+	r.kick()
+}
+
+// kick asks for a pod sync.
+func (r *podRunner) kick() { nudge(r.wake) }
+
+// forgetWorkers drops the workers and deletions in flight of a stopped
+// kubelet lifetime, so the next one starts its own (a deletion the stop
+// interrupted is made again).
+func (r *podRunner) forgetWorkers() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for uid, cancel := range r.workers {
+		cancel()
+		delete(r.workers, uid)
+	}
+	clear(r.deleting)
+}
+
+func (r *podRunner) actionCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.actions
+}
+
+// loop starts a worker for every pod of this node that needs one and
+// finishes the deletion of pods being deleted, at every nudge until ctx
+// ends. The goroutines it starts join wg.
+func (r *podRunner) loop(ctx context.Context, wg *sync.WaitGroup) {
 	for {
 		select {
-		case <-lt.ctx.Done():
+		case <-ctx.Done():
 			return
-		case <-lt.sync:
+		case <-r.wake:
 		}
-		k.mu.Lock()
-		for uid, pod := range k.pods {
+		r.mu.Lock()
+		for uid, pod := range r.pods {
 			switch {
-			case k.deleting[uid]:
+			case r.deleting[uid]:
 			case pod.DeletionTimestamp != nil:
-				if cancel, ok := k.workers[uid]; ok {
+				if cancel, ok := r.workers[uid]; ok {
 					cancel()
-					delete(k.workers, uid)
+					delete(r.workers, uid)
 				}
-				k.deleting[uid] = true
-				lt.wg.Add(1)
-				go func() { defer lt.wg.Done(); k.finishDeletion(lt.ctx, pod) }()
+				r.deleting[uid] = true
+				wg.Add(1)
+				go func() { defer wg.Done(); r.finishDeletion(ctx, pod) }()
 			case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
-			case k.workers[uid] != nil:
+			case r.workers[uid] != nil:
 			default:
-				ctx, cancel := context.WithCancel(lt.ctx)
-				k.workers[uid] = cancel
-				lt.wg.Add(1)
-				go func() { defer lt.wg.Done(); k.runPod(ctx, pod) }()
+				wctx, cancel := context.WithCancel(ctx)
+				r.workers[uid] = cancel
+				wg.Add(1)
+				go func() { defer wg.Done(); r.runPod(wctx, pod) }()
 			}
 		}
-		k.mu.Unlock()
+		r.mu.Unlock()
 	}
 }
 
@@ -55,137 +139,173 @@ func (k *Kubelet) podLoop(lt *lifetime) {
 // the pod object with grace period 0, as the kubelet does once a pod being
 // deleted has stopped. Finalizers, if any, keep the object until their
 // owners remove them.
-func (k *Kubelet) finishDeletion(ctx context.Context, pod *corev1.Pod) {
-	if err := k.waitOnline(ctx); err != nil {
+func (r *podRunner) finishDeletion(ctx context.Context, pod *corev1.Pod) {
+	if err := r.link.wait(ctx); err != nil {
 		return
 	}
-	err := k.cfg.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+	err := r.cfg.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 		GracePeriodSeconds: ptr.To[int64](0), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && ctx.Err() == nil {
-		k.log.Error(err, "delete pod", "pod", pod.Namespace+"/"+pod.Name)
-		k.mu.Lock()
-		delete(k.deleting, pod.UID) // try again on the next sync
-		k.mu.Unlock()
+		r.log.Error(err, "delete pod", "pod", pod.Namespace+"/"+pod.Name)
+		r.mu.Lock()
+		delete(r.deleting, pod.UID) // try again on the next sync
+		r.mu.Unlock()
 	}
 }
 
-func (k *Kubelet) sleep(ctx context.Context, d time.Duration) bool {
+// sleep waits d on the injected clock; false when ctx ended first.
+func (r *podRunner) sleep(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
 	}
 	select {
 	case <-ctx.Done():
 		return false
-	case <-k.cfg.Clock.After(d):
+	case <-r.cfg.Clock.After(d):
 		return true
 	}
 }
 
-func (k *Kubelet) container(uid types.UID) *container {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if c := k.containers[uid]; c != nil {
+func (r *podRunner) container(uid types.UID) *container {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c := r.containers[uid]; c != nil {
 		cp := *c
 		return &cp
 	}
 	return nil
 }
 
-func (k *Kubelet) setContainer(uid types.UID, c *container) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.containers[uid] = c
+func (r *podRunner) setContainer(uid types.UID, c *container) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.containers[uid] = c
+}
+
+// podRun is one pod running in one kubelet lifetime.
+type podRun struct {
+	r        *podRunner
+	ctx      context.Context
+	pod      *corev1.Pod
+	log      logr.Logger
+	action   string
+	isWorker bool
+	policy   corev1.RestartPolicy
 }
 
 // runPod runs one pod in the current kubelet lifetime. Worker pods apply
 // their action to the kernel and terminate; other pods run until deleted.
 // Containers die with a reboot and restart by the pod's restartPolicy.
-func (k *Kubelet) runPod(ctx context.Context, pod *corev1.Pod) {
-	log := k.log.WithValues("pod", pod.Namespace+"/"+pod.Name)
-	action, isWorker := isWorkerPod(pod)
-	policy := pod.Spec.RestartPolicy
-	if policy == "" {
-		policy = corev1.RestartPolicyAlways
-	}
-	post := func(c *container) bool {
-		if err := k.postPodStatus(ctx, pod, c, isWorker); err != nil {
-			if ctx.Err() == nil {
-				log.Error(err, "post pod status")
-			}
-			return false
-		}
-		return true
+func (r *podRunner) runPod(ctx context.Context, pod *corev1.Pod) {
+	p := &podRun{r: r, ctx: ctx, pod: pod, log: r.log.WithValues("pod", pod.Namespace+"/"+pod.Name),
+		policy: pod.Spec.RestartPolicy}
+	p.action, p.isWorker = isWorkerPod(pod)
+	if p.policy == "" {
+		p.policy = corev1.RestartPolicyAlways
 	}
 	for ctx.Err() == nil {
-		boot := k.cfg.Kernel.BootID()
-		c := k.container(pod.UID)
+		boot := r.cfg.Kernel.BootID()
+		c := r.container(pod.UID)
+		var more bool
 		switch {
 		case c == nil:
-			if !k.sleep(ctx, k.cfg.Timing.PodStartLatency) {
-				return
-			}
-			c = &container{bootID: boot, started: k.cfg.Clock.Now()}
-			k.setContainer(pod.UID, c)
-			post(c)
-
+			more = p.start(&container{bootID: boot})
 		case !c.done && c.bootID != boot:
-			// The container died with the reboot.
-			died := &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Unknown",
-				Message:   fmt.Sprintf("container was running in boot %s when the node rebooted", c.bootID),
-				StartedAt: metav1.NewTime(c.started), FinishedAt: metav1.NewTime(k.cfg.Clock.Now())}
-			if policy == corev1.RestartPolicyNever {
-				c.done, c.exitCode, c.reason, c.message, c.finished = true, died.ExitCode, died.Reason, died.Message, died.FinishedAt.Time
-				k.setContainer(pod.UID, c)
-				continue
-			}
-			if !k.sleep(ctx, k.cfg.Timing.PodStartLatency) {
-				return
-			}
-			c = &container{bootID: boot, restarts: c.restarts + 1, started: k.cfg.Clock.Now(), last: died}
-			k.setContainer(pod.UID, c)
-			post(c)
-
+			more = p.died(c, boot)
 		case !c.done:
-			if !isWorker {
-				<-ctx.Done() // runs until deleted or the node goes down
-				return
-			}
-			if !k.sleep(ctx, c.started.Add(k.cfg.Timing.ActionLatency).Sub(k.cfg.Clock.Now())) {
-				return
-			}
-			msg, err := k.doAction(pod, action)
-			c.done, c.finished = true, k.cfg.Clock.Now()
-			if err != nil {
-				c.exitCode, c.reason, c.message = 1, "Error", err.Error()
-				log.V(1).Info("worker action failed", "action", action, "bootID", c.bootID, "error", err.Error())
-			} else {
-				c.exitCode, c.reason, c.message = 0, "Completed", msg.String()
-				log.V(1).Info("worker action done", "action", action, "bootID", msg.BootID, "modules", msg.Modules)
-			}
-			k.setContainer(pod.UID, c)
-			k.mu.Lock()
-			k.stats.WorkerActions++
-			k.mu.Unlock()
-			k.PublishGroundTruth()
-
-		case c.exitCode == 0 || policy == corev1.RestartPolicyNever:
+			more = p.finish(c)
+		case c.exitCode == 0 || p.policy == corev1.RestartPolicyNever:
 			// Terminal, even if it finished in an earlier boot: the
 			// runtime keeps exited containers across reboots.
-			post(c)
-			return
-
+			p.post(c)
+			more = false
 		default:
-			// Failed with OnFailure/Always: CrashLoopBackOff.
-			post(&container{bootID: c.bootID, restarts: c.restarts, started: c.started, last: terminatedState(c), reason: "CrashLoopBackOff"})
-			backoff := min(10*k.cfg.Timing.PodStartLatency<<min(c.restarts, backoffSteps), 30*k.cfg.Timing.StatusInterval)
-			if !k.sleep(ctx, backoff) {
-				return
-			}
-			c = &container{bootID: boot, restarts: c.restarts + 1, started: k.cfg.Clock.Now(), last: terminatedState(c)}
-			k.setContainer(pod.UID, c)
-			post(c)
+			more = p.backOff(c, boot)
+		}
+		if !more {
+			return
 		}
 	}
+}
+
+// post writes the pod's status for c; false when that failed.
+func (p *podRun) post(c *container) bool {
+	if err := p.r.postPodStatus(p.ctx, p.pod, c, p.isWorker); err != nil {
+		if p.ctx.Err() == nil {
+			p.log.Error(err, "post pod status")
+		}
+		return false
+	}
+	return true
+}
+
+// start starts the container c after the pod start latency; false when
+// the lifetime ended first.
+func (p *podRun) start(c *container) bool {
+	if !p.r.sleep(p.ctx, p.r.cfg.Timing.PodStartLatency) {
+		return false
+	}
+	c.started = p.r.cfg.Clock.Now()
+	p.r.setContainer(p.pod.UID, c)
+	p.post(c)
+	return true
+}
+
+// died handles a container that was running when the node rebooted: it
+// ends with the pod (restartPolicy Never) or starts again in boot.
+func (p *podRun) died(c *container, boot string) bool {
+	died := &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Unknown",
+		Message:   fmt.Sprintf("container was running in boot %s when the node rebooted", c.bootID),
+		StartedAt: metav1.NewTime(c.started), FinishedAt: metav1.NewTime(p.r.cfg.Clock.Now())}
+	if p.policy == corev1.RestartPolicyNever {
+		c.done, c.exitCode, c.reason, c.message, c.finished = true, died.ExitCode, died.Reason, died.Message, died.FinishedAt.Time
+		p.r.setContainer(p.pod.UID, c)
+		return true
+	}
+	return p.start(&container{bootID: boot, restarts: c.restarts + 1, last: died})
+}
+
+// finish runs a started container to its end: a worker applies its
+// action after the action latency; any other pod runs until its lifetime
+// ends.
+func (p *podRun) finish(c *container) bool {
+	if !p.isWorker {
+		<-p.ctx.Done() // runs until deleted or the node goes down
+		return false
+	}
+	if !p.r.sleep(p.ctx, c.started.Add(p.r.cfg.Timing.ActionLatency).Sub(p.r.cfg.Clock.Now())) {
+		return false
+	}
+	msg, err := p.r.doAction(p.pod, p.action)
+	c.done, c.finished = true, p.r.cfg.Clock.Now()
+	if err != nil {
+		c.exitCode, c.reason, c.message = 1, "Error", err.Error()
+		p.log.V(1).Info("worker action failed", "action", p.action, "bootID", c.bootID, "error", err.Error())
+	} else {
+		c.exitCode, c.reason, c.message = 0, "Completed", msg.String()
+		p.log.V(1).Info("worker action done", "action", p.action, "bootID", msg.BootID, "modules", msg.Modules)
+	}
+	p.r.setContainer(p.pod.UID, c)
+	p.r.mu.Lock()
+	p.r.actions++
+	p.r.mu.Unlock()
+	p.r.publish()
+	return true
+}
+
+// backOff restarts a failed container (restartPolicy OnFailure or
+// Always) after a CrashLoopBackOff.
+func (p *podRun) backOff(c *container, boot string) bool {
+	p.post(&container{bootID: c.bootID, restarts: c.restarts, started: c.started, last: terminatedState(c), reason: "CrashLoopBackOff"})
+	t := p.r.cfg.Timing
+	backoff := min(10*t.PodStartLatency<<min(c.restarts, backoffSteps), 30*t.StatusInterval)
+	if !p.r.sleep(p.ctx, backoff) {
+		return false
+	}
+	next := &container{bootID: boot, restarts: c.restarts + 1, started: p.r.cfg.Clock.Now(), last: terminatedState(c)}
+	p.r.setContainer(p.pod.UID, next)
+	p.post(next)
+	return true
 }
 
 func terminatedState(c *container) *corev1.ContainerStateTerminated {
@@ -194,7 +314,7 @@ func terminatedState(c *container) *corev1.ContainerStateTerminated {
 }
 
 // doAction applies a worker pod's action to the kernel.
-func (k *Kubelet) doAction(pod *corev1.Pod, action string) (*TerminationMessage, error) {
+func (r *podRunner) doAction(pod *corev1.Pod, action string) (*TerminationMessage, error) {
 	if action != ActionLoad && action != ActionUnload {
 		return nil, fmt.Errorf("unknown worker action %q in label %s: accepted: %s, %s", action, WorkerActionLabel, ActionLoad, ActionUnload)
 	}
@@ -202,17 +322,17 @@ func (k *Kubelet) doAction(pod *corev1.Pod, action string) (*TerminationMessage,
 	if err != nil {
 		return nil, err
 	}
-	running := k.cfg.Kernel.Version()
+	running := r.cfg.Kernel.Version()
 	if cfg.KernelVersion != "" && cfg.KernelVersion != running {
-		return nil, fmt.Errorf("kernel version mismatch: the worker is for kernel %s, node %s runs %s", cfg.KernelVersion, k.cfg.NodeName, running)
+		return nil, fmt.Errorf("kernel version mismatch: the worker is for kernel %s, node %s runs %s", cfg.KernelVersion, r.cfg.NodeName, running)
 	}
-	boot := k.cfg.Kernel.BootID()
+	boot := r.cfg.Kernel.BootID()
 	steps := cfg.Steps(action)
 	for _, m := range steps {
 		if action == ActionLoad {
-			err = k.cfg.Kernel.Load(m)
+			err = r.cfg.Kernel.Load(m)
 		} else {
-			err = k.cfg.Kernel.Unload(m)
+			err = r.cfg.Kernel.Unload(m)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("modprobe %s: %w", map[string]string{ActionLoad: "", ActionUnload: "-r "}[action]+m, err)
@@ -222,11 +342,11 @@ func (k *Kubelet) doAction(pod *corev1.Pod, action string) (*TerminationMessage,
 }
 
 // postPodStatus writes the pod's status from its container state.
-func (k *Kubelet) postPodStatus(ctx context.Context, pod *corev1.Pod, c *container, isWorker bool) error {
-	if err := k.waitOnline(ctx); err != nil {
+func (r *podRunner) postPodStatus(ctx context.Context, pod *corev1.Pod, c *container, isWorker bool) error {
+	if err := r.link.wait(ctx); err != nil {
 		return err
 	}
-	now := metav1.NewTime(k.cfg.Clock.Now())
+	now := metav1.NewTime(r.cfg.Clock.Now())
 	var state corev1.ContainerState
 	phase := corev1.PodRunning
 	ready := corev1.ConditionTrue
@@ -261,7 +381,7 @@ func (k *Kubelet) postPodStatus(ctx context.Context, pod *corev1.Pod, c *contain
 	}
 	status := map[string]any{
 		"phase":             phase,
-		"hostIP":            k.cfg.Address,
+		"hostIP":            r.cfg.Address,
 		"startTime":         metav1.NewTime(c.started),
 		"containerStatuses": statuses,
 		"conditions": []corev1.PodCondition{
@@ -279,7 +399,7 @@ func (k *Kubelet) postPodStatus(ctx context.Context, pod *corev1.Pod, c *contain
 	if err != nil {
 		return err
 	}
-	_, err = k.cfg.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	_, err = r.cfg.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

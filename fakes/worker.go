@@ -20,6 +20,7 @@ const (
 	// WorkerContainerName is the container that runs the action.
 	WorkerContainerName = "worker"
 
+	// ActionLoad and ActionUnload are the values of WorkerActionLabel.
 	ActionLoad   = "Load"
 	ActionUnload = "Unload"
 )
