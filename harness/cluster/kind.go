@@ -188,7 +188,7 @@ func StartKind(ctx context.Context, cfg KindConfig) (_ *Kind, retErr error) {
 			return nil, &scenarios.InputError{Field: "KindCluster", Value: cfg.Name, Reason: fmt.Sprintf("no such kind cluster (have %v)", existing)}
 		}
 	case slices.Contains(existing, cfg.Name):
-		return nil, fmt.Errorf("a kind cluster named %s exists already: reuse it with --kind-cluster %s or delete it with 'kind delete cluster --name %s'", cfg.Name, cfg.Name, cfg.Name)
+		return nil, &scenarios.InputError{Field: "KindCluster", Reason: fmt.Sprintf("a kind cluster named %s exists already: reuse it (give its name here) or delete it with 'kind delete cluster --name %s'", cfg.Name, cfg.Name)}
 	default:
 		raw, err := KindClusterConfig(cfg)
 		if err != nil {
