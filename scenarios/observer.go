@@ -36,10 +36,13 @@ type Truth struct {
 // ok is false when there is none yet.
 type TruthReader func(*coordinationv1.Lease) (t Truth, ok bool, err error)
 
-// Worker-pod contract fields the observer reads.
+// Worker-pod contract fields the observer reads (upstream KMM's names;
+// harness/contract_test.go pins them against kmm and fakes).
 const (
-	workerActionLabel      = "kmm.node.kubernetes.io/worker-action"
-	workerConfigAnnotation = "kmm.node.kubernetes.io/worker-config"
+	// WorkerActionLabel marks a worker pod and says what it does.
+	WorkerActionLabel = "kmm.node.kubernetes.io/worker-action"
+	// WorkerConfigAnnotation holds the worker's ModuleConfig YAML.
+	WorkerConfigAnnotation = "kmm.node.kubernetes.io/worker-config"
 )
 
 // StatusEntry is one NodeModulesConfig status entry.
@@ -334,7 +337,7 @@ func (o *Observer) onPod(obj any) {
 	if !ok || !o.nodes[p.Spec.NodeName] {
 		return
 	}
-	action, isWorker := p.Labels[workerActionLabel]
+	action, isWorker := p.Labels[WorkerActionLabel]
 	if !isWorker {
 		return
 	}

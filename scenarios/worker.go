@@ -15,7 +15,7 @@ func moduleNameOf(p *corev1.Pod) string {
 			ModuleName string `json:"moduleName"`
 		} `json:"modprobe"`
 	}
-	_ = yaml.Unmarshal([]byte(p.Annotations[workerConfigAnnotation]), &c)
+	_ = yaml.Unmarshal([]byte(p.Annotations[WorkerConfigAnnotation]), &c)
 	return c.Modprobe.ModuleName
 }
 
