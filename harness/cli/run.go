@@ -5,18 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"golang.org/x/term"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/bootproof/bootproof/harness/backend"
@@ -341,193 +338,6 @@ func (rc *runContext) report(ctx context.Context, dir string, res scenarios.Resu
 		return withCode(ExitFailed, fmt.Errorf("%d case(s) failed; see %s", n.Fail, filepath.Join(dir, reports.SummaryFile)))
 	}
 	return nil
-}
-
-// selectScenarios returns the scenarios of the catalog and of the
-// scenario files that the names or globs and the labels select. Without
-// names or labels: the files' scenarios when files are given, else the
-// whole catalog.
-func selectScenarios(names, labels, files []string) ([]*scenarios.Scenario, error) {
-	all, err := scenarios.Catalog()
-	if err != nil {
-		return nil, withCode(ExitInfra, fmt.Errorf("embedded catalog: %w", err))
-	}
-	fromFiles, err := readScenarioFiles(files, all)
-	if err != nil {
-		return nil, err
-	}
-	if len(names) == 0 && len(labels) == 0 && len(fromFiles) > 0 {
-		return fromFiles, nil
-	}
-	selected, err := scenarios.Select(append(all, fromFiles...), names, labels)
-	if err != nil {
-		return nil, withCode(ExitUsage, err)
-	}
-	if len(selected) == 0 {
-		return nil, withCode(ExitUsage, fmt.Errorf("--label %v selects no scenario; 'bootproof list' shows the labels", labels))
-	}
-	return selected, nil
-}
-
-// readScenarioFiles decodes --scenario-file files; a name that a catalog
-// scenario or another file has already is an error.
-func readScenarioFiles(paths []string, catalog []*scenarios.Scenario) ([]*scenarios.Scenario, error) {
-	var out []*scenarios.Scenario
-	for _, path := range paths {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, withCode(ExitUsage, fmt.Errorf("--scenario-file: %w", err))
-		}
-		sc, err := scenarios.Decode(path, data)
-		if err != nil {
-			return nil, withCode(ExitUsage, fmt.Errorf("--scenario-file: %w", err))
-		}
-		for _, other := range append(slices.Clone(catalog), out...) {
-			if other.Name == sc.Name {
-				return nil, withCode(ExitUsage, fmt.Errorf("--scenario-file %s: scenario name %q is taken by %s: rename it", path, sc.Name, other.Source))
-			}
-		}
-		out = append(out, sc)
-	}
-	return out, nil
-}
-
-// readSubjectFiles decodes --subject-file files; their names must differ
-// (from the built-in subjects' too, which decoding checks).
-func readSubjectFiles(paths []string) ([]*subject.File, error) {
-	var out []*subject.File
-	for _, path := range paths {
-		f, err := subject.ReadFile(path, subject.EnvLookup)
-		if err != nil {
-			return nil, withCode(ExitUsage, fmt.Errorf("--subject-file: %w", err))
-		}
-		for _, other := range out {
-			if other.Name == f.Name {
-				return nil, withCode(ExitUsage, fmt.Errorf("--subject-file %s: subject name %q is taken by %s: rename it", path, f.Name, other.Path))
-			}
-		}
-		out = append(out, f)
-	}
-	return out, nil
-}
-
-func reportDir(flag string) (string, error) {
-	dir := flag
-	if dir == "" {
-		dir = filepath.Join("reports", time.Now().Format("20060102-150405"))
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("--report-dir %s: %w", dir, err)
-	}
-	return filepath.Abs(dir)
-}
-
-func printSummary(w io.Writer, r scenarios.Results) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "VERDICT\tSUBJECT\tSCENARIO\tEXPECTED\tOBSERVED\tDURATION")
-	for _, c := range r.Cases {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1fs\n", c.Verdict, c.Subject, c.Scenario, reports.Expected(c), c.Observed, float64(c.DurationMS)/1000)
-	}
-	tw.Flush()
-	for _, c := range r.Cases {
-		if c.Verdict == scenarios.Fail || c.Verdict == scenarios.Error {
-			fmt.Fprintf(w, "%s %s: %s\n", c.Verdict, reports.CaseName(c), c.Message)
-		}
-	}
-}
-
-// progress shows one line per case: running (with elapsed time) and then
-// its verdict. On a terminal the running lines are redrawn every second;
-// otherwise plain lines are printed as cases start and finish.
-type progress struct {
-	w       io.Writer
-	tty     bool
-	mu      sync.Mutex
-	running map[string]time.Time
-	drawn   int
-	quit    chan struct{}
-	done    chan struct{}
-}
-
-func newProgress(w io.Writer) *progress {
-	p := &progress{w: w, running: map[string]time.Time{}, quit: make(chan struct{}), done: make(chan struct{})}
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		p.tty = true
-	}
-	return p
-}
-
-func (p *progress) start() {
-	go func() {
-		defer close(p.done)
-		if !p.tty {
-			<-p.quit
-			return
-		}
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.quit:
-				return
-			case <-t.C:
-				p.mu.Lock()
-				p.redraw()
-				p.mu.Unlock()
-			}
-		}
-	}()
-}
-
-func (p *progress) stop() {
-	close(p.quit)
-	<-p.done
-	p.mu.Lock()
-	p.clear()
-	p.mu.Unlock()
-}
-
-func key(scenario, subj string) string { return "[" + subj + "] " + scenario }
-
-func (p *progress) Started(scenario, subj string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.running[key(scenario, subj)] = time.Now()
-	if !p.tty {
-		fmt.Fprintf(p.w, "running %s\n", key(scenario, subj))
-		return
-	}
-	p.redraw()
-}
-
-func (p *progress) Finished(r scenarios.CaseResult) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.running, key(r.Scenario, r.Subject))
-	p.clear()
-	fmt.Fprintf(p.w, "%-7s %s (%.1fs)\n", r.Verdict, key(r.Scenario, r.Subject), float64(r.DurationMS)/1000)
-	if p.tty {
-		p.redraw()
-	}
-}
-
-func (p *progress) clear() {
-	for ; p.drawn > 0; p.drawn-- {
-		fmt.Fprint(p.w, "\033[1A\033[2K")
-	}
-}
-
-func (p *progress) redraw() {
-	p.clear()
-	var names []string
-	for k := range p.running {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	for _, k := range names {
-		fmt.Fprintf(p.w, "running %s (%s)\n", k, time.Since(p.running[k]).Round(time.Second))
-		p.drawn++
-	}
 }
 
 func newListCommand(s Streams) *cobra.Command {

@@ -1,0 +1,179 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+)
+
+// run is one case: set up its namespace, observer and nodes, start the
+// subject, run the timeline, then judge.
+func (c *caseRun) run(ctx context.Context) (retErr error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer func() {
+		if err := c.teardown(); err != nil && retErr == nil {
+			c.log.Error(err, "teardown")
+		}
+	}()
+	req, err := c.setup(ctx)
+	if c.obs != nil {
+		defer c.obs.shutdown()
+	}
+	if err != nil {
+		return err
+	}
+	// Capabilities the timeline needs, checked before anything runs.
+	if err := c.checkCapabilities(); err != nil {
+		return err
+	}
+	if err := c.provision(ctx); err != nil {
+		return err
+	}
+	// Capabilities of the node set, checked before the subject starts.
+	if err := c.checkNodeCapabilities(); err != nil {
+		return err
+	}
+	if err := c.startSubject(ctx, req); err != nil {
+		return err
+	}
+	aborted, err := c.timeline(ctx)
+	if err != nil {
+		return err
+	}
+	return c.judge(ctx, aborted)
+}
+
+// setup makes the clients and the case's namespace, lets the subject
+// prepare, and starts the observer (its watches stop with ctx).
+func (c *caseRun) setup(ctx context.Context) (SubjectRequest, error) {
+	req := SubjectRequest{Selector: c.selector(), Namespace: c.ns}
+	rc := c.e.Cluster.RESTConfig()
+	var err error
+	if c.cs, err = kubernetes.NewForConfig(rc); err != nil {
+		return req, infra("client: %w", err)
+	}
+	if c.dyn, err = dynamic.NewForConfig(rc); err != nil {
+		return req, infra("client: %w", err)
+	}
+	if _, err := c.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.ns, Labels: c.selector()}}, metav1.CreateOptions{}); err != nil {
+		return req, infra("create namespace %s: %w", c.ns, err)
+	}
+	if p, ok := c.subj.(Preparer); ok {
+		if err := p.Prepare(ctx, req); err != nil {
+			return req, infra("prepare subject %s: %w", c.subj.Name(), err)
+		}
+	}
+	if c.e.ReadTruth == nil {
+		return req, infra("engine has no ground-truth reader")
+	}
+	c.obs = newObserver(c.start, c.names, c.e.ReadTruth)
+	if err := c.obs.run(ctx, c.cs, c.dyn, c.selector(), c.ns); err != nil {
+		return req, infra("%w", err)
+	}
+	return req, nil
+}
+
+// provision starts the case's nodes and waits until each is Ready in the
+// boot its kernel is in.
+func (c *caseRun) provision(ctx context.Context) error {
+	var err error
+	c.nodes, err = c.e.Backend.Provision(ctx, ProvisionRequest{Names: c.names, Labels: c.selector(), Timing: c.s.Timing,
+		PodLatency: c.s.PodLatency.Resolve(c.grace)})
+	if err != nil {
+		return infra("provision %d %s nodes: %w", len(c.names), c.e.Backend.Name(), err)
+	}
+	setup := c.e.SetupTimeout
+	if setup == 0 {
+		setup = 3 * time.Minute
+	}
+	err = c.waitFor(ctx, setup, func() error {
+		for _, n := range c.names {
+			sn := c.obs.Snapshot(n)
+			if sn.Ready != string(corev1.ConditionTrue) || sn.TruthBoot == "" || sn.TruthBoot != sn.BootID {
+				return fmt.Errorf("node %s not ready: %s", n, sn)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return infra("nodes did not come up: %w", err)
+	}
+	return nil
+}
+
+// startSubject records each node's base boot, writes the
+// NodeModulesConfigs and starts the subject.
+func (c *caseRun) startSubject(ctx context.Context, req SubjectRequest) error {
+	c.baseAt = time.Now()
+	for _, n := range c.names {
+		c.baseBoot[n] = c.obs.Snapshot(n).BootID
+		c.spec[n] = slices.Clone(c.s.Modules)
+		c.kernel[n] = c.obs.Snapshot(n).KernelVersion
+		if err := c.writeNMC(ctx, n, true); err != nil {
+			return infra("%w", err)
+		}
+	}
+	c.obs.Action("", "NodeModulesConfigs created")
+	var err error
+	if c.inst, err = c.subj.Start(ctx, req); err != nil {
+		return infra("start subject %s: %w", c.subj.Name(), err)
+	}
+	c.obs.Action("", "subject "+c.subj.Name()+" started")
+	return nil
+}
+
+// timeline runs the actions in order; aborted is true when a wait failed
+// its assertion (the verdict is then known).
+func (c *caseRun) timeline(ctx context.Context) (aborted bool, err error) {
+	for i, a := range c.s.Actions {
+		if err := c.do(ctx, a); err != nil {
+			if errors.Is(err, errAborted) {
+				c.obs.Action("", fmt.Sprintf("timeline aborted at actions[%d] %s", i, a.Kind))
+				return true, nil
+			}
+			return false, fmt.Errorf("actions[%d] %s (line %d): %w", i, a.Kind, a.Line, err)
+		}
+	}
+	return false, nil
+}
+
+// judge waits for the end state and runs the assertions.
+func (c *caseRun) judge(ctx context.Context, aborted bool) error {
+	c.waitInflight(c.names)
+	if err := c.backgroundErr(); err != nil {
+		return err
+	}
+	if !aborted {
+		// Every module expected on a node is loaded in its current boot.
+		if err := c.waitReloaded(ctx, c.names, c.s.Deadline.Resolve(c.grace)); err != nil && !errors.Is(err, errAborted) {
+			return err
+		}
+	}
+	// Work the subject started is judged too: a load it asked for must
+	// not go unseen because its pod had not run yet (a node that just
+	// came back may take a while to start pods).
+	c.waitWorkersDone(ctx, c.s.Deadline.Resolve(c.grace))
+	if err := c.subjectErr(); err != nil {
+		return err
+	}
+	c.checkPrecondition()
+	c.checkExtraWork()
+	err := c.checkConsistency(ctx, !c.failed())
+	c.judgedAt = time.Now()
+	if err != nil {
+		return err
+	}
+	if err := c.subjectErr(); err != nil {
+		return err
+	}
+	return c.checkUnplanned(c.rebootMetrics())
+}
