@@ -1,0 +1,269 @@
+package scenarios
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/cache"
+)
+
+func (o *Observer) onNode(obj any) {
+	n, ok := obj.(*corev1.Node)
+	if !ok || !o.nodes[n.Name] {
+		return
+	}
+	now := time.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s := o.state[n.Name]
+	r := readyOf(n)
+	if r != s.ready {
+		s.ready = r
+		o.record(TraceEvent{Kind: TraceReady, Node: n.Name, Ready: string(r)}, now)
+	}
+	if r != corev1.ConditionTrue {
+		s.notReadyAt = append(s.notReadyAt, now)
+	}
+	s.kernelVersion = n.Status.NodeInfo.KernelVersion
+	if b := n.Status.NodeInfo.BootID; b != s.bootID {
+		s.bootID = b
+		if _, seen := s.bootSeen[b]; !seen {
+			s.bootSeen[b] = now
+		}
+		o.record(TraceEvent{Kind: TraceBoot, Node: n.Name, BootID: b, Detail: "kernel " + s.kernelVersion}, now)
+	}
+}
+
+func (o *Observer) onLease(obj any) {
+	l, ok := obj.(*coordinationv1.Lease)
+	if !ok || !o.nodes[l.Name] {
+		return
+	}
+	now := time.Now()
+	t, has, err := o.readTr(l)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s := o.state[l.Name]
+	if l.Spec.RenewTime != nil && l.Spec.RenewTime.After(s.renewTime) {
+		s.renewTime = l.Spec.RenewTime.Time
+		s.renewSeen = append(s.renewSeen, now)
+		o.record(TraceEvent{Kind: TraceHeartbeat, Node: l.Name}, now)
+	}
+	if err != nil {
+		o.errs = append(o.errs, err.Error())
+		return
+	}
+	if !has {
+		return
+	}
+	if s.truth == nil || s.truth.BootID != t.BootID || !maps.Equal(modNames(s.truth.Modules), modNames(t.Modules)) {
+		s.truth, s.truthAt = &t, now
+		if _, seen := s.truthBootSeen[t.BootID]; !seen {
+			s.truthBootSeen[t.BootID] = now
+		}
+		for m := range t.Modules {
+			key := t.BootID + "/" + m
+			if _, seen := s.lastModule[key]; !seen {
+				s.lastModule[key] = now
+			}
+		}
+		o.record(TraceEvent{Kind: TraceTruth, Node: l.Name, BootID: t.BootID, Detail: strings.Join(sortedKeys(t.Modules), ",")}, now)
+	}
+}
+
+func modNames(m map[string]time.Time) map[string]bool {
+	out := map[string]bool{}
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (o *Observer) onPod(obj any) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok || !o.nodes[p.Spec.NodeName] {
+		return
+	}
+	action, isWorker := p.Labels[WorkerActionLabel]
+	if !isWorker {
+		return
+	}
+	now := time.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	key := string(p.UID)
+	po := o.pods[key]
+	if po == nil {
+		po = &podObs{name: p.Name, node: p.Spec.NodeName, action: action, created: now, moduleName: moduleNameOf(p)}
+		o.pods[key] = po
+		o.record(TraceEvent{Kind: TracePod, Node: po.node, Pod: p.Name, Module: po.moduleName, Detail: action + " created"}, now)
+	}
+	if p.Status.Phase != po.phase {
+		po.phase = p.Status.Phase
+		o.record(TraceEvent{Kind: TracePod, Node: po.node, Pod: p.Name, Module: po.moduleName, Detail: action + " " + string(p.Status.Phase)}, now)
+	}
+	if p.Status.Phase == corev1.PodRunning {
+		po.running = true
+	}
+	if p.Status.Phase == corev1.PodSucceeded && !po.succeeded {
+		po.succeeded = true
+		boot, mods := terminationBoot(p)
+		if boot == "" {
+			// A worker that reports no boot (upstream KMM's): the boot
+			// the node is in when the success is observed.
+			boot = o.state[po.node].bootID
+		}
+		po.loadBoot = boot
+		o.loads = append(o.loads, load{node: po.node, moduleName: po.moduleName, action: action, boot: boot, at: now, modules: mods})
+		o.record(TraceEvent{Kind: TraceLoad, Node: po.node, Pod: p.Name, Module: po.moduleName, BootID: boot, Detail: action}, now)
+	}
+}
+
+func (o *Observer) onPodDelete(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if po := o.pods[string(p.UID)]; po != nil && !po.deleted {
+		po.deleted = true
+		o.record(TraceEvent{Kind: TracePod, Node: po.node, Pod: p.Name, Module: po.moduleName, Detail: po.action + " deleted"}, time.Now())
+	}
+}
+
+// bootAt is a boot ID and when it was first seen.
+type bootAt struct {
+	id string
+	at time.Time
+}
+
+// bootsLocked lists node's boot IDs, from its Node status or its kernel's
+// ground truth, in the order they were first seen; call with o.mu held.
+func (o *Observer) bootsLocked(node string) []bootAt {
+	var out []bootAt
+	for _, m := range []map[string]time.Time{o.state[node].bootSeen, o.state[node].truthBootSeen} {
+		for id := range m {
+			if id != "" && !slices.ContainsFunc(out, func(b bootAt) bool { return b.id == id }) {
+				out = append(out, bootAt{id: id, at: o.firstSeenLocked(node, id)})
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].at.Before(out[j].at) })
+	return out
+}
+
+// firstSeenLocked is when boot was first seen on node by either source
+// (zero: never); call with o.mu held.
+func (o *Observer) firstSeenLocked(node, boot string) time.Time {
+	s := o.state[node]
+	a, okA := s.bootSeen[boot]
+	b, okB := s.truthBootSeen[boot]
+	switch {
+	case okA && okB && b.Before(a):
+		return b
+	case okA:
+		return a
+	case okB:
+		return b
+	}
+	return time.Time{}
+}
+
+// StatusBootSeen reports whether any NodeModulesConfig status entry of
+// the case carried a bootId.
+func (o *Observer) StatusBootSeen() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.statusBoot
+}
+
+// ActiveWorkers names the worker pods that exist and have not finished
+// (neither Succeeded nor Failed), sorted.
+func (o *Observer) ActiveWorkers() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []string
+	for _, p := range o.pods {
+		if !p.deleted && p.phase != corev1.PodSucceeded && p.phase != corev1.PodFailed {
+			out = append(out, fmt.Sprintf("%s (%s %s, %s)", p.name, p.action, p.moduleName, cmp.Or(string(p.phase), "no phase")))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (o *Observer) onNMC(obj any) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || !o.nodes[u.GetName()] {
+		return
+	}
+	status := entries(u, "status")
+	spec := entries(u, "spec")
+	now := time.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s := o.state[u.GetName()]
+	s.spec = spec
+	for _, e := range status {
+		if e.BootID != "" {
+			o.statusBoot = true
+		}
+	}
+	if !slices.Equal(s.status, status) {
+		s.status = status
+		var parts []string
+		for _, e := range status {
+			parts = append(parts, fmt.Sprintf("%s@%s", e.Name, short(e.BootID)))
+		}
+		o.record(TraceEvent{Kind: TraceStatus, Node: u.GetName(), Detail: strings.Join(parts, ",")}, now)
+	}
+}
+
+func short(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// entries reads spec.modules or status.modules of an NMC.
+func entries(u *unstructured.Unstructured, field string) []StatusEntry {
+	items, _, _ := unstructured.NestedSlice(u.Object, field, "modules")
+	var out []StatusEntry
+	for _, it := range items {
+		m, ok := it.(map[string]any)
+		if !ok {
+			continue
+		}
+		e := StatusEntry{}
+		e.Name, _, _ = unstructured.NestedString(m, "name")
+		e.Namespace, _, _ = unstructured.NestedString(m, "namespace")
+		e.BootID, _, _ = unstructured.NestedString(m, "bootId")
+		e.KernelVersion, _, _ = unstructured.NestedString(m, "config", "kernelVersion")
+		e.ModuleName, _, _ = unstructured.NestedString(m, "config", "modprobe", "moduleName")
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
