@@ -2,10 +2,10 @@ package runner
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/sync/errgroup"
 	coordinationv1 "k8s.io/api/coordination/v1"
 
 	"github.com/bootproof/bootproof/fakes"
@@ -145,37 +145,30 @@ func runClusterWide(ctx context.Context, cfg Config, eng *scenarios.Engine, subj
 // runJobs runs jobs, par at once, into out; note, when set, is added to
 // each result's notes.
 func runJobs(ctx context.Context, cfg Config, eng *scenarios.Engine, jobs []job, par int, out []scenarios.CaseResult, note string) {
-	ch := make(chan job)
-	var wg sync.WaitGroup
-	for range par {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range ch {
-				if ctx.Err() != nil {
-					// Interrupted: the remaining cases do not run.
-					out[j.i] = notRun(cfg, j, scenarios.NotRunInterrupted+" ("+ctx.Err().Error()+")")
-					continue
-				}
-				if cfg.Progress != nil {
-					cfg.Progress.Started(j.s.Name, j.subj.Name())
-				}
-				r := eng.Run(ctx, j.s, j.subj)
-				if note != "" {
-					r.Notes = append(r.Notes, note)
-				}
-				out[j.i] = r
-				if cfg.Progress != nil {
-					cfg.Progress.Finished(r)
-				}
-			}
-		}()
-	}
+	var g errgroup.Group
+	g.SetLimit(par) // Go blocks while par cases run: cases start in order
 	for _, j := range jobs {
-		ch <- j
+		g.Go(func() error {
+			if ctx.Err() != nil {
+				// Interrupted: the remaining cases do not run.
+				out[j.i] = notRun(cfg, j, scenarios.NotRunInterrupted+" ("+ctx.Err().Error()+")")
+				return nil
+			}
+			if cfg.Progress != nil {
+				cfg.Progress.Started(j.s.Name, j.subj.Name())
+			}
+			r := eng.Run(ctx, j.s, j.subj)
+			if note != "" {
+				r.Notes = append(r.Notes, note)
+			}
+			out[j.i] = r
+			if cfg.Progress != nil {
+				cfg.Progress.Finished(r)
+			}
+			return nil
+		})
 	}
-	close(ch)
-	wg.Wait()
+	_ = g.Wait() // cases report through out, never through an error
 }
 
 // notRun is the result of a case that did not run.
