@@ -405,13 +405,19 @@ func (c *caseRun) waitReloaded(ctx context.Context, nodes []string, timeout time
 	if err == nil {
 		return nil
 	}
+	return c.waitFailed(ctx, err, fmt.Sprintf("%d module(s) not reloaded within %s: %s", len(missing), timeout, strings.Join(missing, "; ")))
+}
+
+// waitFailed turns a failed wait into what it means: the case's context
+// ended, a fault (an error, never a verdict), or a failed reload
+// assertion with msg, which aborts the timeline.
+func (c *caseRun) waitFailed(ctx context.Context, err error, msg string) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	if isFault(err) {
 		return err
 	}
-	msg := fmt.Sprintf("%d module(s) not reloaded within %s: %s", len(missing), timeout, strings.Join(missing, "; "))
 	c.assert(AssertReload, false, msg)
 	return errAborted
 }
@@ -455,14 +461,7 @@ func (c *caseRun) waitWorker(ctx context.Context, a Action) error {
 	if err == nil {
 		return nil
 	}
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if isFault(err) {
-		return err
-	}
-	c.assert(AssertReload, false, "waiting for a worker pod: "+err.Error())
-	return errAborted
+	return c.waitFailed(ctx, err, "waiting for a worker pod: "+err.Error())
 }
 
 func (o *Observer) hasWorker(node, module, action, state string) bool {
