@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -422,29 +423,36 @@ func (c *caseRun) waitFailed(ctx context.Context, err error, msg string) error {
 	return errAborted
 }
 
-// currentBoot is the boot a node is known to be in: the last reboot's new
-// boot, else what the API shows; but a boot the kernel shows that came
-// after it (a reboot nobody asked for) is the current one.
-func (c *caseRun) currentBoot(node string, sn NodeSnapshot) string {
-	want := sn.BootID
-	c.mu.Lock()
-	for i := len(c.disrupted) - 1; i >= 0; i-- {
-		d := c.disrupted[i]
-		if d.node == node && d.kind == "reboot" && d.completed {
-			want = d.outcome.NewBootID
-			break
-		}
-	}
-	c.mu.Unlock()
+// currentBoot is the boot a node is known to be in: rebooted, the new
+// boot of its last completed reboot ("" if none), else what the API
+// shows (sn); but a boot the kernel shows that was first seen after it
+// (in nr: a reboot nobody asked for) is the current one.
+func currentBoot(rebooted string, sn NodeSnapshot, nr NodeRecord) string {
+	want := cmp.Or(rebooted, sn.BootID)
 	if sn.TruthBoot == "" || sn.TruthBoot == want {
 		return want
 	}
-	c.obs.mu.Lock()
-	defer c.obs.mu.Unlock()
-	if seen := c.obs.firstSeenLocked(node, want); !seen.IsZero() && c.obs.firstSeenLocked(node, sn.TruthBoot).After(seen) {
+	if seen := nr.FirstSeen(want); !seen.IsZero() && nr.FirstSeen(sn.TruthBoot).After(seen) {
 		return sn.TruthBoot
 	}
 	return want
+}
+
+// currentBoot: see the function, with the case's reboots so far.
+func (c *caseRun) currentBoot(node string, sn NodeSnapshot) string {
+	return currentBoot(c.lastReboot(node), sn, c.obs.NodeRecord(node))
+}
+
+// lastReboot is the new boot of node's last completed reboot, or "".
+func (c *caseRun) lastReboot(node string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := len(c.disrupted) - 1; i >= 0; i-- {
+		if d := c.disrupted[i]; d.node == node && d.kind == "reboot" && d.completed {
+			return d.outcome.NewBootID
+		}
+	}
+	return ""
 }
 
 func (c *caseRun) waitWorker(ctx context.Context, a Action) error {

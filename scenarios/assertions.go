@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -14,23 +15,59 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// The four assertions of a case and the per-reboot metrics, computed
-// from the observer's record once the timeline has run.
+// The assertions of a case, as pure functions of the case's facts and an
+// immutable Record of what the observer saw. The caseRun methods at the
+// end only take the copies and keep the results.
 
-// checkPrecondition checks that the run tested what the scenario claims.
-func (c *caseRun) checkPrecondition() {
-	c.obs.mu.Lock()
-	defer c.obs.mu.Unlock()
+// caseFacts is the case's own side of a judgement: what the scenario
+// claims and what the engine did. It is a copy, taken under the case's
+// lock.
+type caseFacts struct {
+	claim    string // the scenario's precondition
+	labels   []string
+	declared []Module // the scenario's modules
+	names    []string
+	start    time.Time // the case's start: times in messages count from it
+	baseAt   time.Time // every node Ready and publishing
+	now      time.Time // the end of the judged window
+	grace    time.Duration
+	// disrupted is every disruption the timeline made, in order.
+	disrupted []disruption
+	// spec is the NodeModulesConfig spec the engine wrote, per node.
+	spec map[string][]Module
+	// baseBoot is each node's boot at baseAt.
+	baseBoot map[string]string
+}
+
+// facts copies the case's facts, with now as the end of the window.
+func (c *caseRun) facts(now time.Time) caseFacts {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	switch c.s.Precondition {
+	f := caseFacts{claim: c.s.Precondition, labels: slices.Clone(c.s.Labels), declared: slices.Clone(c.s.Modules),
+		names: slices.Clone(c.names), start: c.start, baseAt: c.baseAt, now: now, grace: c.grace,
+		spec: make(map[string][]Module, len(c.spec)), baseBoot: maps.Clone(c.baseBoot)}
+	for _, d := range c.disrupted {
+		f.disrupted = append(f.disrupted, *d)
+	}
+	for n, m := range c.spec {
+		f.spec[n] = slices.Clone(m)
+	}
+	return f
+}
+
+// judgePrecondition: the run tested what the scenario claims.
+func judgePrecondition(f caseFacts, r Record) AssertionResult {
+	fail := func(msg string) AssertionResult { return AssertionResult{Name: AssertPrecondition, Message: msg} }
+	pass := func(msg string) AssertionResult {
+		return AssertionResult{Name: AssertPrecondition, OK: true, Message: msg}
+	}
+	switch f.claim {
 	case "fast":
-		for _, n := range c.names {
-			for _, t := range c.obs.state[n].notReadyAt {
-				if t.After(c.baseAt) {
-					c.assert(AssertPrecondition, false, fmt.Sprintf("scenario claims fast reboots that never show NotReady, but node %s showed Ready!=True at %.1fs (grace period %s): the run did not test a fast reboot",
-						n, t.Sub(c.start).Seconds(), c.grace))
-					return
+		for _, n := range f.names {
+			for _, t := range r.Nodes[n].NotReadyAt {
+				if t.After(f.baseAt) {
+					return fail(fmt.Sprintf("scenario claims fast reboots that never show NotReady, but node %s showed Ready!=True at %.1fs (grace period %s): the run did not test a fast reboot",
+						n, t.Sub(f.start).Seconds(), f.grace))
 				}
 			}
 		}
@@ -38,29 +75,27 @@ func (c *caseRun) checkPrecondition() {
 		// never paused for longer than the grace period: else NotReady
 		// could have come and gone unseen (a watch gap, a lagging
 		// observer).
-		for _, n := range c.names {
-			if gap, at := maxGap(c.obs.state[n].renewSeen, c.baseAt, time.Now()); gap > c.grace {
-				c.assert(AssertPrecondition, false, fmt.Sprintf("Ready never left True on node %s, but no renewal of its Lease was seen for %.1fs from %.1fs, longer than the grace period %s: NotReady could have been missed",
-					n, gap.Seconds(), at.Sub(c.start).Seconds(), c.grace))
-				return
+		for _, n := range f.names {
+			if gap, at := maxGap(r.Nodes[n].RenewSeen, f.baseAt, f.now); gap > f.grace {
+				return fail(fmt.Sprintf("Ready never left True on node %s, but no renewal of its Lease was seen for %.1fs from %.1fs, longer than the grace period %s: NotReady could have been missed",
+					n, gap.Seconds(), at.Sub(f.start).Seconds(), f.grace))
 			}
 		}
-		c.assert(AssertPrecondition, true, "Ready never left True on any node, and every node's Lease was renewed within the grace period")
+		return pass("Ready never left True on any node, and every node's Lease was renewed within the grace period")
 	case "slow":
-		for _, d := range c.disrupted {
-			if !c.notReadySeen(d) {
-				c.assert(AssertPrecondition, false, fmt.Sprintf("scenario claims the node shows NotReady, but node %s stayed Ready through its %s of %s (grace period %s)",
-					d.node, d.kind, d.downtime, c.grace))
-				return
+		for _, d := range f.disrupted {
+			if !notReadySeen(d, r.Nodes[d.node]) {
+				return fail(fmt.Sprintf("scenario claims the node shows NotReady, but node %s stayed Ready through its %s of %s (grace period %s)",
+					d.node, d.kind, d.downtime, f.grace))
 			}
 		}
-		c.assert(AssertPrecondition, true, "NotReady seen for every disruption")
+		return pass("NotReady seen for every disruption")
 	default:
 		var seen []string
-		for _, d := range c.disrupted {
-			seen = append(seen, fmt.Sprintf("%s %s %s: NotReady seen %v", d.node, d.kind, d.downtime, c.notReadySeen(d)))
+		for _, d := range f.disrupted {
+			seen = append(seen, fmt.Sprintf("%s %s %s: NotReady seen %v", d.node, d.kind, d.downtime, notReadySeen(d, r.Nodes[d.node])))
 		}
-		c.assert(AssertPrecondition, true, "recorded, not required: "+strings.Join(seen, "; "))
+		return pass("recorded, not required: " + strings.Join(seen, "; "))
 	}
 }
 
@@ -86,45 +121,86 @@ func maxGap(seen []time.Time, from, to time.Time) (time.Duration, time.Time) {
 	return gap, at
 }
 
-// notReadySeen: Ready left True between the disruption's start and a
-// little after its end; call with both locks held.
-func (c *caseRun) notReadySeen(d *disruption) bool {
+// notReadySeen: Ready left True on the disrupted node between the
+// disruption's start and a little after its end.
+func notReadySeen(d disruption, nr NodeRecord) bool {
 	until := d.end.Add(2 * time.Second)
-	for _, t := range c.obs.state[d.node].notReadyAt {
-		if !t.Before(d.start) && t.Before(until) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(nr.NotReadyAt, func(t time.Time) bool { return !t.Before(d.start) && t.Before(until) })
 }
 
-// checkExtraWork: per (node, module, boot) at most one load more than the
-// unloads in that boot, so no reload without a boot change.
-func (c *caseRun) checkExtraWork() {
-	c.obs.mu.Lock()
-	defer c.obs.mu.Unlock()
+// judgeExtraWork: per (node, module, boot) at most one load more than
+// the unloads in that boot, so no reload without a boot change.
+func judgeExtraWork(loads []load) AssertionResult {
 	type key struct{ node, module, boot string }
-	loads, unloads := map[key]int{}, map[key]int{}
-	for _, l := range c.obs.loads {
+	loaded, unloaded := map[key]int{}, map[key]int{}
+	for _, l := range loads {
 		k := key{l.node, l.moduleName, l.boot}
 		if l.action == "Load" {
-			loads[k]++
+			loaded[k]++
 		} else {
-			unloads[k]++
+			unloaded[k]++
 		}
 	}
 	var bad []string
-	for k, n := range loads {
-		if n > 1+unloads[k] {
-			bad = append(bad, fmt.Sprintf("module %s loaded %d times in boot %s of node %s (%d unloads)", k.module, n, short(k.boot), k.node, unloads[k]))
+	for k, n := range loaded {
+		if n > 1+unloaded[k] {
+			bad = append(bad, fmt.Sprintf("module %s loaded %d times in boot %s of node %s (%d unloads)", k.module, n, short(k.boot), k.node, unloaded[k]))
 		}
 	}
 	sort.Strings(bad)
 	if len(bad) > 0 {
-		c.assert(AssertNoExtraWork, false, strings.Join(bad, "; ")+": a load without a boot change")
-		return
+		return AssertionResult{Name: AssertNoExtraWork, Message: strings.Join(bad, "; ") + ": a load without a boot change"}
 	}
-	c.assert(AssertNoExtraWork, true, fmt.Sprintf("%d loads, none repeated within a boot", len(c.obs.loads)))
+	return AssertionResult{Name: AssertNoExtraWork, OK: true, Message: fmt.Sprintf("%d loads, none repeated within a boot", len(loads))}
+}
+
+// inconsistencies lists how node n's NodeModulesConfig status (in its
+// snapshot sn) differs from its kernel, given the spec the engine wrote
+// and the scenario's declared modules. bootOK: the boot part applies.
+func inconsistencies(n string, sn NodeSnapshot, spec, declared []Module, bootOK bool) []string {
+	var bad []string
+	for _, e := range sn.Status {
+		switch {
+		case bootOK && e.BootID != sn.TruthBoot:
+			bad = append(bad, fmt.Sprintf("node %s: status says %s was loaded in boot %s, the node is in boot %s", n, e.Name, short(e.BootID), short(sn.TruthBoot)))
+		case e.ModuleName != "" && !slices.Contains(sn.TruthModules, e.ModuleName):
+			if bootOK {
+				bad = append(bad, fmt.Sprintf("node %s: status says %s is loaded in boot %s, the kernel has %v", n, e.Name, short(e.BootID), sn.TruthModules))
+			} else {
+				bad = append(bad, fmt.Sprintf("node %s: status lists %s as loaded, the kernel has %v", n, e.Name, sn.TruthModules))
+			}
+		}
+	}
+	hasEntry := func(name string) bool {
+		return slices.ContainsFunc(sn.Status, func(e StatusEntry) bool { return e.Name == name })
+	}
+	for _, m := range spec {
+		if !hasEntry(m.Name) {
+			bad = append(bad, fmt.Sprintf("node %s: spec has %s but status has no entry", n, m.Name))
+		}
+	}
+	for _, m := range declared {
+		if slices.ContainsFunc(spec, func(x Module) bool { return x.Name == m.Name }) {
+			continue
+		}
+		if slices.Contains(sn.TruthModules, m.ModuleName) {
+			bad = append(bad, fmt.Sprintf("node %s: %s was removed from the spec but is loaded", n, m.ModuleName))
+		}
+		if hasEntry(m.Name) {
+			bad = append(bad, fmt.Sprintf("node %s: %s was removed from the spec but has a status entry", n, m.Name))
+		}
+	}
+	return bad
+}
+
+// checkPrecondition judges the precondition on what was seen so far.
+func (c *caseRun) checkPrecondition() {
+	c.results = append(c.results, judgePrecondition(c.facts(time.Now()), c.obs.Record()))
+}
+
+// checkExtraWork judges the loads seen so far.
+func (c *caseRun) checkExtraWork() {
+	c.results = append(c.results, judgeExtraWork(c.obs.Record().Loads))
 }
 
 // checkConsistency: the final NMC status matches ground truth. With wait,
@@ -141,9 +217,10 @@ func (c *caseRun) checkConsistency(ctx context.Context, wait bool) error {
 	}
 	bootOK, why := c.bootApplicable(ctx)
 	check := func() error {
+		f := c.facts(time.Now())
 		var bad []string
-		for _, n := range c.names {
-			bad = append(bad, c.inconsistencies(n, bootOK)...)
+		for _, n := range f.names {
+			bad = append(bad, inconsistencies(n, c.obs.Snapshot(n), f.spec[n], f.declared, bootOK)...)
 		}
 		if len(bad) > 0 {
 			return errors.New(strings.Join(bad, "; "))
@@ -160,42 +237,6 @@ func (c *caseRun) checkConsistency(ctx context.Context, wait bool) error {
 	}
 	c.assert(AssertConsistency, true, "NodeModulesConfig status matches the kernels"+why)
 	return nil
-}
-
-// inconsistencies lists how node's NMC status differs from its kernel.
-func (c *caseRun) inconsistencies(n string, bootOK bool) []string {
-	var bad []string
-	sn := c.obs.Snapshot(n)
-	c.mu.Lock()
-	spec := slices.Clone(c.spec[n])
-	c.mu.Unlock()
-	for _, e := range sn.Status {
-		switch {
-		case bootOK && e.BootID != sn.TruthBoot:
-			bad = append(bad, fmt.Sprintf("node %s: status says %s was loaded in boot %s, the node is in boot %s", n, e.Name, short(e.BootID), short(sn.TruthBoot)))
-		case e.ModuleName != "" && !slices.Contains(sn.TruthModules, e.ModuleName):
-			if bootOK {
-				bad = append(bad, fmt.Sprintf("node %s: status says %s is loaded in boot %s, the kernel has %v", n, e.Name, short(e.BootID), sn.TruthModules))
-			} else {
-				bad = append(bad, fmt.Sprintf("node %s: status lists %s as loaded, the kernel has %v", n, e.Name, sn.TruthModules))
-			}
-		}
-	}
-	for _, m := range spec {
-		if !slices.ContainsFunc(sn.Status, func(e StatusEntry) bool { return e.Name == m.Name }) {
-			bad = append(bad, fmt.Sprintf("node %s: spec has %s but status has no entry", n, m.Name))
-		}
-	}
-	for _, m := range c.s.Modules {
-		inSpec := slices.ContainsFunc(spec, func(x Module) bool { return x.Name == m.Name })
-		if !inSpec && slices.Contains(sn.TruthModules, m.ModuleName) {
-			bad = append(bad, fmt.Sprintf("node %s: %s was removed from the spec but is loaded", n, m.ModuleName))
-		}
-		if !inSpec && slices.ContainsFunc(sn.Status, func(e StatusEntry) bool { return e.Name == m.Name }) {
-			bad = append(bad, fmt.Sprintf("node %s: %s was removed from the spec but has a status entry", n, m.Name))
-		}
-	}
-	return bad
 }
 
 // bootApplicable says whether the subject's NodeModulesConfig API has

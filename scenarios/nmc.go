@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -20,28 +21,41 @@ import (
 // and modprobe in every config: each of them is written explicitly. The
 // types below are the engine's own, written from that schema; the
 // engine does not depend on package kmm, so it judges any operator the
-// same way.
+// same way. They are built by NMCBuilder and converted to unstructured
+// only at the API call.
 
-// nmcModule is one spec.modules[] entry (upstream's NodeModuleSpec).
-type nmcModule struct {
+// NodeModulesConfig is the part of upstream's object the engine writes.
+type NodeModulesConfig struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              NMCSpec `json:"spec"`
+}
+
+// NMCSpec is upstream's NodeModulesConfigSpec.
+type NMCSpec struct {
+	Modules []NMCModule `json:"modules"`
+}
+
+// NMCModule is one spec.modules[] entry (upstream's NodeModuleSpec).
+type NMCModule struct {
 	Name               string              `json:"name"`
 	Namespace          string              `json:"namespace"`
 	ServiceAccountName string              `json:"serviceAccountName"`
 	Tolerations        []corev1.Toleration `json:"tolerations,omitempty"`
-	Config             nmcConfig           `json:"config"`
+	Config             NMCModuleConfig     `json:"config"`
 }
 
-// nmcConfig is upstream's ModuleConfig.
-type nmcConfig struct {
+// NMCModuleConfig is upstream's ModuleConfig.
+type NMCModuleConfig struct {
 	KernelVersion   string            `json:"kernelVersion"`
 	ContainerImage  string            `json:"containerImage"`
 	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy"`
 	InsecurePull    bool              `json:"insecurePull"`
-	Modprobe        nmcModprobe       `json:"modprobe"`
+	Modprobe        NMCModprobe       `json:"modprobe"`
 }
 
-// nmcModprobe is upstream's ModprobeSpec, the part the engine sets.
-type nmcModprobe struct {
+// NMCModprobe is upstream's ModprobeSpec, the part the engine sets.
+type NMCModprobe struct {
 	ModuleName          string   `json:"moduleName"`
 	ModulesLoadingOrder []string `json:"modulesLoadingOrder,omitempty"`
 }
@@ -51,43 +65,56 @@ type nmcModprobe struct {
 // because upstream's schema requires the field.
 const WorkerServiceAccount = "default"
 
-// NMCSpecModules returns the spec.modules list for mods on a node
-// running kernelVersion, with worker pods in namespace.
-func NMCSpecModules(namespace, kernelVersion string, mods []Module) ([]any, error) {
-	out := make([]any, 0, len(mods))
+// NMCBuilder builds the NodeModulesConfigs of one case.
+type NMCBuilder struct {
+	// Namespace runs the worker pods (the case's namespace).
+	Namespace string
+	// KernelVersion is the node's kernel, for every entry's config.
+	KernelVersion string
+	// Labels select the case's objects (the observer's selector).
+	Labels map[string]string
+}
+
+// Entries returns the spec.modules entries for mods.
+func (b NMCBuilder) Entries(mods []Module) []NMCModule {
+	out := make([]NMCModule, 0, len(mods))
 	for _, m := range mods {
-		e := nmcModule{
-			Name: m.Name, Namespace: namespace, ServiceAccountName: WorkerServiceAccount,
+		out = append(out, NMCModule{
+			Name: m.Name, Namespace: b.Namespace, ServiceAccountName: WorkerServiceAccount,
 			// Simulated nodes are tainted in a shared cluster; the
 			// worker pods must still run there.
 			Tolerations: []corev1.Toleration{{Key: SimulatedTaintKey, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
-			Config: nmcConfig{
-				KernelVersion:   kernelVersion,
-				ContainerImage:  "example.invalid/bootproof/" + m.Name + ":" + kernelVersion,
+			Config: NMCModuleConfig{
+				KernelVersion:   b.KernelVersion,
+				ContainerImage:  "example.invalid/bootproof/" + m.Name + ":" + b.KernelVersion,
 				ImagePullPolicy: corev1.PullIfNotPresent,
 				InsecurePull:    false,
-				Modprobe:        nmcModprobe{ModuleName: m.ModuleName, ModulesLoadingOrder: slices.Clone(m.LoadingOrder)},
+				Modprobe:        NMCModprobe{ModuleName: m.ModuleName, ModulesLoadingOrder: slices.Clone(m.LoadingOrder)},
 			},
-		}
-		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&e)
-		if err != nil {
-			return nil, fmt.Errorf("module %s: %w", m.Name, err)
-		}
-		out = append(out, u)
+		})
 	}
-	return out, nil
+	return out
 }
 
-// NewNMC returns the NodeModulesConfig of node (its name is the node's)
-// with spec.modules set and the labels given.
-func NewNMC(node string, labels map[string]string, modules []any) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": NMCResource.Group + "/" + NMCResource.Version, "kind": "NodeModulesConfig",
-		"spec": map[string]any{"modules": modules},
-	}}
-	u.SetName(node)
-	u.SetLabels(labels)
-	return u
+// Build returns node's NodeModulesConfig (named after the node) with the
+// entries for mods.
+func (b NMCBuilder) Build(node string, mods []Module) *NodeModulesConfig {
+	return &NodeModulesConfig{
+		TypeMeta:   metav1.TypeMeta{APIVersion: NMCResource.GroupVersion().String(), Kind: "NodeModulesConfig"},
+		ObjectMeta: metav1.ObjectMeta{Name: node, Labels: maps.Clone(b.Labels)},
+		Spec:       NMCSpec{Modules: b.Entries(mods)},
+	}
+}
+
+// Unstructured converts n for the dynamic client.
+func (n *NodeModulesConfig) Unstructured() (*unstructured.Unstructured, error) {
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(n)
+	if err != nil {
+		return nil, fmt.Errorf("NodeModulesConfig %s: %w", n.Name, err)
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	return u, nil
 }
 
 // ApplySpecAction returns the spec modules after a remove-module or
@@ -106,30 +133,36 @@ func ApplySpecAction(mods []Module, a Action) []Module {
 	return mods
 }
 
-// writeNMC creates or updates node's NodeModulesConfig spec from c.spec.
+// writeNMC creates node's NodeModulesConfig from c.spec, or updates its
+// spec.modules (keeping whatever else the subject wrote).
 func (c *caseRun) writeNMC(ctx context.Context, node string, create bool) error {
 	c.mu.Lock()
-	mods, err := NMCSpecModules(c.ns, c.kernel[node], c.spec[node])
+	b := NMCBuilder{Namespace: c.ns, KernelVersion: c.kernel[node], Labels: c.selector()}
+	u, err := b.Build(node, c.spec[node]).Unstructured()
 	c.mu.Unlock()
 	if err != nil {
-		return fmt.Errorf("NodeModulesConfig %s: %w", node, err)
+		return err
 	}
 	res := c.dyn.Resource(NMCResource)
 	if create {
-		if _, err := res.Create(ctx, NewNMC(node, c.selector(), mods), metav1.CreateOptions{}); err != nil {
+		if _, err := res.Create(ctx, u, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create NodeModulesConfig %s: %w", node, err)
 		}
 		return nil
 	}
+	mods, _, err := unstructured.NestedSlice(u.Object, "spec", "modules")
+	if err != nil {
+		return fmt.Errorf("NodeModulesConfig %s: %w", node, err)
+	}
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		u, err := res.Get(ctx, node, metav1.GetOptions{})
+		cur, err := res.Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		if err := unstructured.SetNestedSlice(u.Object, mods, "spec", "modules"); err != nil {
+		if err := unstructured.SetNestedSlice(cur.Object, mods, "spec", "modules"); err != nil {
 			return err
 		}
-		_, err = res.Update(ctx, u, metav1.UpdateOptions{})
+		_, err = res.Update(ctx, cur, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {

@@ -152,44 +152,6 @@ func (o *Observer) onPodDelete(obj any) {
 	}
 }
 
-// bootAt is a boot ID and when it was first seen.
-type bootAt struct {
-	id string
-	at time.Time
-}
-
-// bootsLocked lists node's boot IDs, from its Node status or its kernel's
-// ground truth, in the order they were first seen; call with o.mu held.
-func (o *Observer) bootsLocked(node string) []bootAt {
-	var out []bootAt
-	for _, m := range []map[string]time.Time{o.state[node].bootSeen, o.state[node].truthBootSeen} {
-		for id := range m {
-			if id != "" && !slices.ContainsFunc(out, func(b bootAt) bool { return b.id == id }) {
-				out = append(out, bootAt{id: id, at: o.firstSeenLocked(node, id)})
-			}
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].at.Before(out[j].at) })
-	return out
-}
-
-// firstSeenLocked is when boot was first seen on node by either source
-// (zero: never); call with o.mu held.
-func (o *Observer) firstSeenLocked(node, boot string) time.Time {
-	s := o.state[node]
-	a, okA := s.bootSeen[boot]
-	b, okB := s.truthBootSeen[boot]
-	switch {
-	case okA && okB && b.Before(a):
-		return b
-	case okA:
-		return a
-	case okB:
-		return b
-	}
-	return time.Time{}
-}
-
 // StatusBootSeen reports whether any NodeModulesConfig status entry of
 // the case carried a bootId.
 func (o *Observer) StatusBootSeen() bool {

@@ -22,43 +22,41 @@ func (e *invalidRunError) Error() string { return e.msg }
 // rebootMetrics lists every reboot of the case: those the timeline asked
 // for (Planned) and every other boot ID change the observer saw, with the
 // same metrics, in the order they happened.
-func (c *caseRun) rebootMetrics() []RebootMetric {
-	c.obs.mu.Lock()
-	defer c.obs.mu.Unlock()
-	c.mu.Lock()
-	defer c.mu.Unlock()
+func rebootMetrics(f caseFacts, r Record) []RebootMetric {
 	var out []RebootMetric
 	planned := map[string]bool{}
-	for _, d := range c.disrupted {
+	for _, d := range f.disrupted {
 		if d.kind != "reboot" || !d.completed {
 			continue
 		}
 		planned[d.node+"/"+d.outcome.NewBootID] = true
 		m := RebootMetric{Node: d.node, OldBootID: d.outcome.OldBootID, NewBootID: d.outcome.NewBootID, Planned: true,
-			DowntimeMS: d.downtime.Milliseconds(), NotReadySeen: c.notReadySeen(d), DetectionLatencyMS: -1, ReloadLatencyMS: -1,
-			StartMS: d.start.Sub(c.start).Milliseconds()}
-		if visible, ok := c.obs.state[d.node].bootSeen[d.outcome.NewBootID]; ok {
-			c.fillLatencies(&m, visible)
+			DowntimeMS: d.downtime.Milliseconds(), NotReadySeen: notReadySeen(d, r.Nodes[d.node]), DetectionLatencyMS: -1, ReloadLatencyMS: -1,
+			StartMS: d.start.Sub(f.start).Milliseconds()}
+		if visible, ok := r.Nodes[d.node].BootSeen[d.outcome.NewBootID]; ok {
+			fillLatencies(&m, visible, f, r)
 		}
 		out = append(out, m)
 	}
-	for _, n := range c.names {
-		prev := c.baseBoot[n]
-		for _, b := range c.obs.bootsLocked(n) {
-			if b.id == c.baseBoot[n] || b.at.Before(c.baseAt) || planned[n+"/"+b.id] {
+	for _, n := range f.names {
+		nr := r.Nodes[n]
+		prev := f.baseBoot[n]
+		for _, b := range nr.Boots() {
+			if b.id == f.baseBoot[n] || b.at.Before(f.baseAt) || planned[n+"/"+b.id] {
 				prev = b.id
 				continue
 			}
 			m := RebootMetric{Node: n, OldBootID: prev, NewBootID: b.id, Planned: false, DowntimeMS: -1,
-				DetectionLatencyMS: -1, ReloadLatencyMS: -1, StartMS: b.at.Sub(c.start).Milliseconds()}
-			m.NotReadySeen = slices.ContainsFunc(c.obs.state[n].notReadyAt, func(t time.Time) bool {
-				return !t.Before(c.obs.firstSeenLocked(n, prev)) && t.Before(b.at.Add(2*time.Second))
+				DetectionLatencyMS: -1, ReloadLatencyMS: -1, StartMS: b.at.Sub(f.start).Milliseconds()}
+			from := nr.FirstSeen(prev)
+			m.NotReadySeen = slices.ContainsFunc(nr.NotReadyAt, func(t time.Time) bool {
+				return !t.Before(from) && t.Before(b.at.Add(2*time.Second))
 			})
-			visible, ok := c.obs.state[n].bootSeen[b.id]
+			visible, ok := nr.BootSeen[b.id]
 			if !ok {
 				visible = b.at // seen in the kernel's truth only
 			}
-			c.fillLatencies(&m, visible)
+			fillLatencies(&m, visible, f, r)
 			out = append(out, m)
 			prev = b.id
 		}
@@ -68,22 +66,20 @@ func (c *caseRun) rebootMetrics() []RebootMetric {
 }
 
 // fillLatencies sets m's boot visibility, detection and reload latency
-// from when its new boot became visible; call with both locks held.
-func (c *caseRun) fillLatencies(m *RebootMetric, visible time.Time) {
-	m.BootVisibleMS = visible.Sub(c.start).Milliseconds()
-	var first time.Time
-	for _, p := range c.obs.pods {
-		if p.node == m.Node && p.action == "Load" && !p.created.Before(visible) && (first.IsZero() || p.created.Before(first)) {
-			first = p.created
+// from when its new boot became visible: detection ends at the node's
+// first Load worker pod created after it, reload at the last of the
+// spec's modules seen loaded in the new boot.
+func fillLatencies(m *RebootMetric, visible time.Time, f caseFacts, r Record) {
+	m.BootVisibleMS = visible.Sub(f.start).Milliseconds()
+	for _, p := range r.Pods { // in creation order
+		if p.node == m.Node && p.action == "Load" && !p.created.Before(visible) {
+			m.DetectionLatencyMS = p.created.Sub(visible).Milliseconds()
+			break
 		}
 	}
-	if !first.IsZero() {
-		m.DetectionLatencyMS = first.Sub(visible).Milliseconds()
-	}
-	st := c.obs.state[m.Node]
 	var last time.Time
-	for _, mod := range c.spec[m.Node] {
-		at, ok := st.lastModule[m.NewBootID+"/"+mod.ModuleName]
+	for _, mod := range f.spec[m.Node] {
+		at, ok := r.Nodes[m.Node].ModuleSeen[m.NewBootID+"/"+mod.ModuleName]
 		if !ok {
 			return
 		}
@@ -96,10 +92,10 @@ func (c *caseRun) fillLatencies(m *RebootMetric, visible time.Time) {
 	}
 }
 
-// checkUnplanned makes a no-reboot control with a reboot nobody asked for
-// an invalid run.
-func (c *caseRun) checkUnplanned(reboots []RebootMetric) error {
-	if !slices.Contains(c.s.Labels, LabelNoReboot) {
+// unplannedError makes a no-reboot control (by its labels) with a reboot
+// nobody asked for an invalid run.
+func unplannedError(labels []string, reboots []RebootMetric) error {
+	if !slices.Contains(labels, LabelNoReboot) {
 		return nil
 	}
 	var seen []string
@@ -112,4 +108,14 @@ func (c *caseRun) checkUnplanned(reboots []RebootMetric) error {
 		return nil
 	}
 	return &invalidRunError{fmt.Sprintf("unplanned reboot (%s), which no action requested: the control no longer tests what it claims", strings.Join(seen, "; "))}
+}
+
+// rebootMetrics lists the case's reboots as seen so far.
+func (c *caseRun) rebootMetrics() []RebootMetric {
+	return rebootMetrics(c.facts(time.Now()), c.obs.Record())
+}
+
+// checkUnplanned: see unplannedError.
+func (c *caseRun) checkUnplanned(reboots []RebootMetric) error {
+	return unplannedError(c.s.Labels, reboots)
 }

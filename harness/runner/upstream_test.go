@@ -46,11 +46,11 @@ func TestCatalogObjectsUnderUpstreamSchema(t *testing.T) {
 		kernel := "6.1.0-28-amd64"
 		mods := s.Modules
 		check := func(when string) {
-			entries, err := scenarios.NMCSpecModules("bp-abc123", kernel, mods)
+			b := scenarios.NMCBuilder{Namespace: "bp-abc123", KernelVersion: kernel, Labels: map[string]string{scenarios.CaseLabel: "abc123"}}
+			u, err := b.Build("bp-abc123-n0", mods).Unstructured()
 			if err != nil {
 				t.Fatalf("%s %s: %v", s.Name, when, err)
 			}
-			u := scenarios.NewNMC("bp-abc123-n0", map[string]string{scenarios.CaseLabel: "abc123"}, entries)
 			if err := create(u); err != nil {
 				t.Errorf("%s, %s: the upstream-shaped CRD rejects the NodeModulesConfig: %v", s.Name, when, err)
 			}
@@ -71,12 +71,17 @@ func TestCatalogObjectsUnderUpstreamSchema(t *testing.T) {
 	}
 	t.Logf("%d NodeModulesConfigs of %d scenarios accepted", checked, len(all))
 
-	entries, err := scenarios.NMCSpecModules("bp-abc123", "6.1.0-28-amd64", []scenarios.Module{{Name: "dummy", ModuleName: "dummy"}})
+	b := scenarios.NMCBuilder{Namespace: "bp-abc123", KernelVersion: "6.1.0-28-amd64"}
+	u, err := b.Build("bp-abc123-n0", []scenarios.Module{{Name: "dummy", ModuleName: "dummy"}}).Unstructured()
 	if err != nil {
 		t.Fatal(err)
 	}
+	entries, _, _ := unstructured.NestedSlice(u.Object, "spec", "modules")
 	unstructured.RemoveNestedField(entries[0].(map[string]any), "config", "insecurePull")
-	err = create(scenarios.NewNMC("bp-abc123-n0", nil, entries))
+	if err := unstructured.SetNestedSlice(u.Object, entries, "spec", "modules"); err != nil {
+		t.Fatal(err)
+	}
+	err = create(u)
 	if err == nil || !strings.Contains(err.Error(), "insecurePull") || !strings.Contains(err.Error(), "Required value") {
 		t.Errorf("an entry without insecurePull: %v, want the API server to require it", err)
 	}

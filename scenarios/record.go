@@ -1,0 +1,104 @@
+package scenarios
+
+import (
+	"maps"
+	"slices"
+	"sort"
+	"time"
+)
+
+// Record is an immutable copy of what the observer saw, taken once for a
+// judgement. The assertions and the reboot metrics are pure functions of
+// a Record and the case's facts (see judge.go): they take no lock, read
+// no informer, and are tested on records built by hand.
+type Record struct {
+	// Nodes is each case node's history.
+	Nodes map[string]NodeRecord
+	// Loads is every successful worker action, in the order seen.
+	Loads []load
+	// Pods is every worker pod seen, in creation order.
+	Pods []podObs
+	// StatusBoot: some NodeModulesConfig status entry carried a bootId.
+	StatusBoot bool
+}
+
+// NodeRecord is the history of one node.
+type NodeRecord struct {
+	// NotReadyAt is every observation of Ready != True.
+	NotReadyAt []time.Time
+	// RenewSeen is when each Lease renewal was observed.
+	RenewSeen []time.Time
+	// BootSeen is when each boot ID was first visible in the Node's
+	// status; TruthBootSeen, in the kernel's ground truth.
+	BootSeen, TruthBootSeen map[string]time.Time
+	// ModuleSeen is the first observation of each module loaded, keyed
+	// "boot/module".
+	ModuleSeen map[string]time.Time
+}
+
+// bootAt is a boot ID and when it was first seen.
+type bootAt struct {
+	id string
+	at time.Time
+}
+
+// Record returns a copy of everything the observer has seen so far.
+func (o *Observer) Record() Record {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	r := Record{Nodes: make(map[string]NodeRecord, len(o.state)), Loads: slices.Clone(o.loads), StatusBoot: o.statusBoot}
+	for n := range o.state {
+		r.Nodes[n] = o.nodeRecordLocked(n)
+	}
+	for _, p := range o.pods {
+		r.Pods = append(r.Pods, *p)
+	}
+	sort.SliceStable(r.Pods, func(i, j int) bool { return r.Pods[i].created.Before(r.Pods[j].created) })
+	return r
+}
+
+// NodeRecord returns a copy of node's history.
+func (o *Observer) NodeRecord(node string) NodeRecord {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.nodeRecordLocked(node)
+}
+
+func (o *Observer) nodeRecordLocked(node string) NodeRecord {
+	s, ok := o.state[node]
+	if !ok {
+		return NodeRecord{}
+	}
+	return NodeRecord{NotReadyAt: slices.Clone(s.notReadyAt), RenewSeen: slices.Clone(s.renewSeen),
+		BootSeen: maps.Clone(s.bootSeen), TruthBootSeen: maps.Clone(s.truthBootSeen), ModuleSeen: maps.Clone(s.lastModule)}
+}
+
+// FirstSeen is when boot was first seen by either source (zero: never).
+func (r NodeRecord) FirstSeen(boot string) time.Time {
+	a, okA := r.BootSeen[boot]
+	b, okB := r.TruthBootSeen[boot]
+	switch {
+	case okA && okB && b.Before(a):
+		return b
+	case okA:
+		return a
+	case okB:
+		return b
+	}
+	return time.Time{}
+}
+
+// Boots lists the node's boot IDs, from its Node status or its kernel's
+// ground truth, in the order they were first seen.
+func (r NodeRecord) Boots() []bootAt {
+	var out []bootAt
+	for _, m := range []map[string]time.Time{r.BootSeen, r.TruthBootSeen} {
+		for id := range m {
+			if id != "" && !slices.ContainsFunc(out, func(b bootAt) bool { return b.id == id }) {
+				out = append(out, bootAt{id: id, at: r.FirstSeen(id)})
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].at.Before(out[j].at) })
+	return out
+}
