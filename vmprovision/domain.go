@@ -34,6 +34,9 @@ type DomainSpec struct {
 	ControlPort int
 	// GuestControlPort defaults to DefaultAgentControlPort.
 	GuestControlPort int
+	// Description is the domain's description: who owns it, so that a
+	// sweep can find the domains of runs that died (see Libvirt.Sweep).
+	Description string
 }
 
 // NetdevID is the id of the node's user-mode netdev on the QEMU command
@@ -79,10 +82,11 @@ func DomainXML(s DomainSpec) (string, error) {
 	}
 	serialPort := uint(0)
 	d := &libvirtxml.Domain{
-		Type:   typ,
-		Name:   s.Name,
-		Memory: &libvirtxml.DomainMemory{Value: s.MemoryMiB, Unit: "MiB"},
-		VCPU:   &libvirtxml.DomainVCPU{Value: s.VCPUs},
+		Type:        typ,
+		Name:        s.Name,
+		Description: s.Description,
+		Memory:      &libvirtxml.DomainMemory{Value: s.MemoryMiB, Unit: "MiB"},
+		VCPU:        &libvirtxml.DomainVCPU{Value: s.VCPUs},
 		OS: &libvirtxml.DomainOS{
 			Type:    &libvirtxml.DomainOSType{Arch: "x86_64", Machine: "pc", Type: "hvm"},
 			Kernel:  s.Kernel,

@@ -17,7 +17,7 @@ const AgentBootLogLine = `bootproof-agent  "level"=0 "msg"="boot"`
 // agent started within timeout; /dev/kvm missing is false without a boot.
 // On hosts where KVM guests hang it returns false, and the caller uses TCG.
 // The domain is removed before it returns.
-func ProbeKVM(ctx context.Context, hv Hypervisor, img *Image, dir string, timeout time.Duration) (bool, error) {
+func ProbeKVM(ctx context.Context, hv Hypervisor, img *Image, dir, owner string, timeout time.Duration) (bool, error) {
 	if _, err := os.Stat("/dev/kvm"); err != nil {
 		return false, nil
 	}
@@ -36,7 +36,7 @@ func ProbeKVM(ctx context.Context, hv Hypervisor, img *Image, dir string, timeou
 		return false, fmt.Errorf("kvm probe: %w", err)
 	}
 	xml, err := DomainXML(DomainSpec{Name: DomainName(fmt.Sprintf("probe%d", os.Getpid()), "kvm"), Kernel: img.Kernel.Vmlinuz(),
-		Initrd: initrd, SerialLog: serial, ControlPort: port, KVM: true})
+		Initrd: initrd, SerialLog: serial, ControlPort: port, KVM: true, Description: owner})
 	if err != nil {
 		return false, fmt.Errorf("kvm probe: %w", err)
 	}

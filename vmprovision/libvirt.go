@@ -92,6 +92,50 @@ func (l *Libvirt) Cleanup(prefix string) ([]string, error) {
 	return removed, errors.Join(errs...)
 }
 
+// Sweep destroys and undefines the domains whose name starts with prefix
+// and whose description dead says belongs to a process that is gone (a
+// run killed before its cleanup: its domains were stopped by libvirt
+// when its connection went, see Start, but stay defined). Domains of live
+// runs are kept.
+func (l *Libvirt) Sweep(prefix string, dead func(description string) bool) ([]string, error) {
+	doms, err := l.conn.ListAllDomains(0)
+	if err != nil {
+		return nil, fmt.Errorf("list domains: %w", err)
+	}
+	var removed []string
+	var errs []error
+	for i := range doms {
+		d := &doms[i]
+		name, err := d.GetName()
+		if err != nil || !strings.HasPrefix(name, prefix) {
+			_ = d.Free()
+			continue
+		}
+		desc, err := d.GetMetadata(libvirt.DOMAIN_METADATA_DESCRIPTION, "", 0)
+		if err != nil && !isNoMetadata(err) {
+			errs = append(errs, fmt.Errorf("domain %s: read its description: %w", name, err))
+			_ = d.Free()
+			continue
+		}
+		if dead(desc) {
+			_ = d.Destroy()
+			if err := d.Undefine(); err != nil {
+				errs = append(errs, fmt.Errorf("undefine %s: %w", name, err))
+			} else {
+				removed = append(removed, name)
+			}
+		}
+		_ = d.Free()
+	}
+	return removed, errors.Join(errs...)
+}
+
+// isNoMetadata: the domain has no description.
+func isNoMetadata(err error) bool {
+	var le libvirt.Error
+	return errors.As(err, &le) && le.Code == libvirt.ERR_NO_DOMAIN_METADATA
+}
+
 // Close implements Hypervisor.
 func (l *Libvirt) Close() error {
 	_, err := l.conn.Close()
@@ -112,7 +156,13 @@ func (d *libvirtDomain) wrap(op string, err error) error {
 	return nil
 }
 
-func (d *libvirtDomain) Start() error   { return d.wrap("start", d.d.Create()) }
+// Start starts the domain tied to this connection: libvirt destroys it
+// when the connection closes, so a run killed with SIGKILL leaves no
+// guest running (its definition stays for Sweep).
+func (d *libvirtDomain) Start() error {
+	return d.wrap("start", d.d.CreateWithFlags(libvirt.DOMAIN_START_AUTODESTROY))
+}
+
 func (d *libvirtDomain) Reset() error   { return d.wrap("reset", d.d.Reset(0)) }
 func (d *libvirtDomain) Suspend() error { return d.wrap("suspend", d.d.Suspend()) }
 func (d *libvirtDomain) Resume() error  { return d.wrap("resume", d.d.Resume()) }

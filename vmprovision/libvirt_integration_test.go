@@ -138,7 +138,7 @@ func TestLibvirtProbeKVM(t *testing.T) {
 	}
 	defer hv.Close()
 	start := time.Now()
-	kvm, err := vmprovision.ProbeKVM(ctx, hv, fx.img, filepath.Join(fx.cache, "vm", "probe"), 30*time.Second)
+	kvm, err := vmprovision.ProbeKVM(ctx, hv, fx.img, filepath.Join(fx.cache, "vm", "probe"), "", 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,6 +64,9 @@ type Backend struct {
 	// initramfs and the serial logs.
 	RunID string
 	Dir   string
+	// Owner is written into every domain's description (DomainSpec) so a
+	// later sweep can tell the domains of a dead run.
+	Owner string
 	// KVM selects hardware acceleration.
 	KVM bool
 	// BootTimeout bounds one boot; default 3 minutes (TCG).
@@ -148,7 +151,7 @@ func (b *Backend) Provision(ctx context.Context, req scenarios.ProvisionRequest)
 		}
 		n := &vmNode{name: name, ctlURL: fmt.Sprintf("http://127.0.0.1:%d", port), serial: filepath.Join(b.Dir, name+".serial.log")}
 		xml, err := DomainXML(DomainSpec{Name: DomainName(b.RunID, name), Kernel: b.Image.Kernel.Vmlinuz(), Initrd: initrd,
-			SerialLog: n.serial, ControlPort: port, KVM: b.KVM})
+			SerialLog: n.serial, ControlPort: port, KVM: b.KVM, Description: b.Owner})
 		if err != nil {
 			return nil, err
 		}

@@ -283,7 +283,7 @@ func TestProbeKVM(t *testing.T) {
 	}{{"kvm boots", false, true}, {"kvm hangs", true, false}} {
 		t.Run(tt.name, func(t *testing.T) {
 			hv := &fakeHypervisor{t: t, domains: map[string]*fakeDomain{}, kvmHangs: tt.hangs}
-			got, err := ProbeKVM(context.Background(), hv, img, t.TempDir(), 300*time.Millisecond)
+			got, err := ProbeKVM(context.Background(), hv, img, t.TempDir(), "test", 300*time.Millisecond)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -74,6 +73,11 @@ func StartLibvirt(ctx context.Context, cl scenarios.Cluster, cfg LibvirtConfig) 
 	if err != nil {
 		return nil, err
 	}
+	// The domains of runs that were killed (stopped by libvirt when
+	// their connection went, still defined) go first.
+	if swept, err := hv.Sweep("bootproof-", domainOwnerDead); err != nil || len(swept) > 0 {
+		log.Info("removed the domains of dead runs", "domains", swept, "error", err)
+	}
 	defer func() {
 		if retErr != nil {
 			_ = hv.Close()
@@ -87,7 +91,7 @@ func StartLibvirt(ctx context.Context, cl scenarios.Cluster, cfg LibvirtConfig) 
 	}
 	if cfg.Accel == AccelAuto {
 		start := time.Now()
-		if kvm, err = vmprovision.ProbeKVM(ctx, hv, img, filepath.Join(cfg.Dir, "kvm-probe"), cfg.ProbeTimeout); err != nil {
+		if kvm, err = vmprovision.ProbeKVM(ctx, hv, img, filepath.Join(cfg.Dir, "kvm-probe"), domainOwner(), cfg.ProbeTimeout); err != nil {
 			return nil, err
 		}
 		log.Info("kvm probe", "usable", kvm, "took", time.Since(start).Round(time.Millisecond).String())
@@ -102,7 +106,7 @@ func StartLibvirt(ctx context.Context, cl scenarios.Cluster, cfg LibvirtConfig) 
 	}
 	b := &vmprovision.Backend{
 		Hypervisor: hv, Image: img, Credentials: iss.NodeRESTConfig, APIServer: guestURL, TLSServerName: serverName,
-		Admin: admin, RunID: strconv.FormatInt(time.Now().Unix()%1e6, 36), Dir: cfg.Dir, KVM: kvm,
+		Admin: admin, RunID: newRunID(), Owner: domainOwner(), Dir: cfg.Dir, KVM: kvm,
 		BootTimeout: 3 * time.Minute, BootEstimate: vmprovision.DefaultBootEstimateTCG,
 	}
 	if kvm {
@@ -131,8 +135,9 @@ func (l *Libvirt) Close() error {
 	return errors.Join(err, l.hv.Close())
 }
 
-// CleanupLibvirt destroys and undefines every bootproof domain (names
-// starting with prefix, default "bootproof-") left by a crashed run.
+// CleanupLibvirt destroys and undefines the bootproof domains (names
+// starting with prefix, default "bootproof-") of runs whose process is
+// gone; the domains of runs still going are kept.
 func CleanupLibvirt(uri, prefix string) ([]string, error) {
 	if prefix == "" {
 		prefix = "bootproof-"
@@ -142,5 +147,5 @@ func CleanupLibvirt(uri, prefix string) ([]string, error) {
 		return nil, err
 	}
 	defer hv.Close()
-	return hv.Cleanup(prefix)
+	return hv.Sweep(prefix, domainOwnerDead)
 }

@@ -214,6 +214,7 @@ func (rc *runContext) close() {
 
 func (rc *runContext) run(ctx context.Context) error {
 	rc.failed = true
+	sweepTempDirs(rc.s)
 	cl, taints, err := rc.startCluster(ctx)
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/bootproof/bootproof/harness/shutdown"
 	"github.com/bootproof/bootproof/reports"
 	"github.com/bootproof/bootproof/scenarios"
 	"golang.org/x/term"
@@ -120,5 +121,18 @@ func (p *progress) redraw() {
 	for _, k := range names {
 		fmt.Fprintf(p.w, "running %s (%s)\n", k, time.Since(p.running[k]).Round(time.Second))
 		p.drawn++
+	}
+}
+
+// sweepTempDirs removes the temporary directories (with keys and
+// kubeconfigs) of bootproof runs that were killed; a failure is reported
+// and does not stop the run.
+func sweepTempDirs(s Streams) {
+	removed, err := shutdown.SweepTempDirs("")
+	for _, d := range removed {
+		fmt.Fprintf(s.Err, "removed %s, left by a bootproof process that is gone\n", d)
+	}
+	if err != nil {
+		fmt.Fprintf(s.Err, "sweeping the directories of dead runs: %v\n", err)
 	}
 }

@@ -64,9 +64,12 @@ func newVMCommand(s Streams) *cobra.Command {
 	cleanup := &cobra.Command{
 		Use:   "cleanup",
 		Short: "Destroy and undefine the libvirt domains a crashed run left behind",
-		Long: `Destroys and undefines every libvirt domain whose name starts with --prefix
-(bootproof names its domains bootproof-<run>-<node>). A run removes its own
-domains, on Ctrl-C too; this is for a run that was killed.`,
+		Long: `Destroys and undefines the libvirt domains whose name starts with --prefix
+(bootproof names its domains bootproof-<run>-<node>) and whose run is gone:
+each domain's description names the process that defined it, and the domains
+of a run still going are kept. A run removes its own domains, on Ctrl-C too;
+a killed run's guests are stopped by libvirt when its connection goes, and
+its definitions are removed by the next VM run or by this command.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if !strings.HasPrefix(prefix, "bootproof-") {

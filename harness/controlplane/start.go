@@ -96,9 +96,11 @@ func start(ctx context.Context, cfg Config, bins Binaries) (_ *ControlPlane, ret
 // temporary directory that Stop removes.
 func (cp *ControlPlane) setRunDir() error {
 	if cp.cfg.Dir == "" {
-		d, err := os.MkdirTemp("", "bootproof-controlplane-")
+		// Named for this process: a run killed before Stop leaves it
+		// to the next run's sweep (shutdown.SweepTempDirs).
+		d, err := shutdown.TempDir("controlplane")
 		if err != nil {
-			return fmt.Errorf("create run directory: %w", err)
+			return err
 		}
 		cp.dir, cp.ownDir = d, true
 		return nil

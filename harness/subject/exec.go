@@ -84,7 +84,7 @@ func (x *Exec) Setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("kubeconfig for subject %s: %w", x.File.Name, err)
 	}
-	if x.tmpDir, err = os.MkdirTemp("", "bootproof-subject-"); err != nil {
+	if x.tmpDir, err = shutdown.TempDir("subject"); err != nil {
 		return fmt.Errorf("subject %s: %w", x.File.Name, err)
 	}
 	x.unregister = shutdown.Register("subject "+x.File.Name, x.kill)
