@@ -20,7 +20,7 @@ func TestDomainOwner(t *testing.T) {
 	}{
 		{domainOwner(), false},
 		{domainOwnerPrefix + (shutdown.Owner{PID: self.PID, Start: self.Start + 1}).String(), true}, // pid reused
-		{domainOwnerPrefix + (shutdown.Owner{PID: c.Process.Pid, Start: 1}).String(), true},        // exited
+		{domainOwnerPrefix + (shutdown.Owner{PID: c.Process.Pid, Start: 1}).String(), true},         // exited
 		{"", true},
 		{"someone else's VM", true},
 		{domainOwnerPrefix + "garbage", true},
