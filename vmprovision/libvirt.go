@@ -130,6 +130,25 @@ func (l *Libvirt) Sweep(prefix string, dead func(description string) bool) ([]st
 	return removed, errors.Join(errs...)
 }
 
+// DomainState reports whether a domain named name is defined, and
+// whether it runs.
+func (l *Libvirt) DomainState(name string) (defined, active bool, err error) {
+	d, err := l.conn.LookupDomainByName(name)
+	if err != nil {
+		var le libvirt.Error
+		if errors.As(err, &le) && le.Code == libvirt.ERR_NO_DOMAIN {
+			return false, false, nil
+		}
+		return false, false, fmt.Errorf("domain %s: %w", name, err)
+	}
+	defer func() { _ = d.Free() }()
+	active, err = d.IsActive()
+	if err != nil {
+		return true, false, fmt.Errorf("domain %s: %w", name, err)
+	}
+	return true, active, nil
+}
+
 // isNoMetadata: the domain has no description.
 func isNoMetadata(err error) bool {
 	var le libvirt.Error
