@@ -92,7 +92,7 @@ error, an invalid run or an infrastructure fault.`,
 	f.DurationVar(&o.monitor, "monitor-period", DefaultRunMonitor, "node-monitor-period of the embedded cluster")
 	f.IntVar(&o.parallel, "parallel", 2, "cases run at once")
 	f.IntVar(&o.maxNodes, "max-nodes", 0, fmt.Sprintf("cap every scenario's node count (0: no cap; with --nodes libvirt the default is %d)", DefaultVMMaxNodes))
-	f.StringVar(&o.reportDir, "report-dir", "", "report directory (default reports/<timestamp>, with reports/latest pointing to it)")
+	f.StringVar(&o.reportDir, "report-dir", "", "report directory: new or empty (default a new reports/<timestamp>-<random>, with reports/latest pointing to it)")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig for --cluster kubeconfig (default $KUBECONFIG)")
 	f.StringVar(&o.binDir, "bin-dir", "", "control-plane binaries for the embedded cluster (default as for 'controlplane up')")
 	f.StringVar(&o.kindCluster, "kind-cluster", "", "with --cluster kind: reuse this existing kind cluster instead of creating one")
@@ -162,6 +162,9 @@ func (o *runOptions) validate() (runPlan, error) {
 	if o.cluster == "kubeconfig" && o.nodeCreds != "shared" && o.nodeCreds != "csr" {
 		return p, withCode(ExitUsage, fmt.Errorf("invalid --node-credentials %q: accepted: shared, csr", o.nodeCreds))
 	}
+	if err := checkReportDir(o.reportDir); err != nil {
+		return p, err
+	}
 	p.grace = cmp.Or(o.grace, DefaultRunGrace)
 	switch o.nodes {
 	case "fake":
@@ -229,7 +232,7 @@ func (rc *runContext) run(ctx context.Context) error {
 	}
 	dir, err := reportDir(rc.o.reportDir)
 	if err != nil {
-		return withCode(ExitInfra, err)
+		return err
 	}
 	for _, f := range rc.plan.subjectFiles {
 		subjects = append(subjects, subject.FromFile(f, cl, filepath.Join(dir, "subjects")))
@@ -317,7 +320,7 @@ func (rc *runContext) startNodes(ctx context.Context, cl scenarios.Cluster, tain
 func (rc *runContext) report(ctx context.Context, dir string, res scenarios.Results, start time.Time) error {
 	s := rc.s
 	if err := reports.Write(dir, res, time.Now()); err != nil {
-		return withCode(ExitInfra, err)
+		return withCode(ExitInfra, fmt.Errorf("reports: %w", err))
 	}
 	if rc.o.reportDir == "" {
 		latest := filepath.Join(filepath.Dir(dir), "latest")
