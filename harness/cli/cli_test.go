@@ -40,6 +40,8 @@ func TestBadInput(t *testing.T) {
 			[]string{"--controllers", `"bogus"`, "node-lifecycle-controller", "accepted"}},
 		{"negative grace period", []string{"controlplane", "up", "--grace-period=-5s"},
 			[]string{"--grace-period", "-5s", "at least 1s"}},
+		{"short certificate validity", []string{"controlplane", "up", "--cert-validity", "1m"},
+			[]string{`invalid --cert-validity "1m0s"`, "from 1h0m0s to 8784h0m0s"}},
 		{"not a duration", []string{"controlplane", "up", "--grace-period=soon"},
 			[]string{"--grace-period", "soon"}},
 		{"missing binary directory", []string{"controlplane", "up", "--bin-dir", filepath.Join(empty, "nope")},

@@ -19,6 +19,7 @@ var flagOf = map[string]string{
 	"Controllers":   "--controllers",
 	"StartTimeout":  "--start-timeout",
 	"BinDir":        "--bin-dir",
+	"CertValidity":  "--cert-validity",
 	// cluster providers, the catalog, backends, the fleet's control socket
 	"Kubeconfig":      "--kubeconfig",
 	"KindCluster":     "--kind-cluster",

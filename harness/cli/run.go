@@ -39,6 +39,7 @@ type runOptions struct {
 	reportDir     string
 	kubeconfig    string
 	binDir        string
+	certValidity  time.Duration
 	scenarioFiles []string
 	subjectFiles  []string
 	kindCluster   string
@@ -95,6 +96,7 @@ error, an invalid run or an infrastructure fault.`,
 	f.StringVar(&o.reportDir, "report-dir", "", "report directory: new or empty (default a new reports/<timestamp>-<random>, with reports/latest pointing to it)")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig for --cluster kubeconfig (default $KUBECONFIG)")
 	f.StringVar(&o.binDir, "bin-dir", "", "control-plane binaries for the embedded cluster (default as for 'controlplane up')")
+	f.DurationVar(&o.certValidity, "cert-validity", controlplane.DefaultCertValidity, "how long the embedded cluster's certificates are valid (it stops working after that)")
 	f.StringVar(&o.kindCluster, "kind-cluster", "", "with --cluster kind: reuse this existing kind cluster instead of creating one")
 	f.StringVar(&o.kindImage, "kind-image", cluster.DefaultKindImage, "with --cluster kind: the node image")
 	f.BoolVar(&o.retain, "retain", false, "with --cluster kind: keep the cluster bootproof created")
@@ -259,7 +261,8 @@ func (rc *runContext) startCluster(ctx context.Context) (scenarios.Cluster, []co
 	switch o.cluster {
 	case "embedded":
 		fmt.Fprintf(s.Err, "starting the embedded control plane (grace period %s, monitor period %s)\n", rc.plan.grace, o.monitor)
-		e, err := cluster.StartEmbedded(ctx, controlplane.Config{GracePeriod: rc.plan.grace, MonitorPeriod: o.monitor, BinDir: o.binDir})
+		e, err := cluster.StartEmbedded(ctx, controlplane.Config{GracePeriod: rc.plan.grace, MonitorPeriod: o.monitor, BinDir: o.binDir,
+			CertValidity: o.certValidity})
 		if err != nil {
 			var ce *controlplane.ConfigError
 			if errors.As(err, &ce) {
