@@ -40,6 +40,9 @@ fresh PKI, RBAC, the Node authorizer and NodeRestriction, prints one line with
 it stops every process it started and exits 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := refuseZero(cmd, "grace-period", "monitor-period", "start-timeout", "cert-validity"); err != nil {
+				return err
+			}
 			return controlPlaneUp(cmd, s, o)
 		},
 	}

@@ -76,6 +76,9 @@ summary.md. Exit code 0: every verdict passed; 1: a verdict failed; 2: a usage
 error, an invalid run or an infrastructure fault.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := refuseZero(cmd, "grace-period", "monitor-period", "cert-validity"); err != nil {
+				return err
+			}
 			o.maxNodesSet = cmd.Flags().Changed("max-nodes")
 			return runRun(cmd.Context(), s, o)
 		},

@@ -44,7 +44,7 @@ func selectScenarios(names, labels, files []string) ([]*scenarios.Scenario, erro
 func readScenarioFiles(paths []string, catalog []*scenarios.Scenario) ([]*scenarios.Scenario, error) {
 	var out []*scenarios.Scenario
 	for _, path := range paths {
-		data, err := os.ReadFile(path)
+		data, err := scenarios.ReadInputFile(path, scenarios.MaxInputFileSize)
 		if err != nil {
 			return nil, withCode(ExitUsage, fmt.Errorf("--scenario-file: %w", err))
 		}

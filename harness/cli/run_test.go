@@ -30,6 +30,8 @@ func TestRunBadInput(t *testing.T) {
 		{"bad parallel", []string{"run", "--parallel", "0"}, []string{"--parallel", "1 or more"}},
 		{"bad scenario file", []string{"run", "--scenario-file", "../../scenarios/testdata/invalid-downtime.yaml"}, []string{"invalid-downtime.yaml:6", "actions[0].reboot.downtime"}},
 		{"negative grace", []string{"run", "--grace-period=-1s"}, []string{"--grace-period", "at least 1s"}},
+		{"zero grace period", []string{"run", "--grace-period", "0s"}, []string{"invalid --grace-period 0s", "at least 1s", "leave --grace-period out"}},
+		{"zero grace period on an existing cluster", []string{"run", "--cluster", "kubeconfig", "--grace-period=0"}, []string{"invalid --grace-period 0s"}},
 		{"short certificate validity", []string{"run", "--cert-validity", "10m"}, []string{`invalid --cert-validity "10m0s"`, "from 1h0m0s"}},
 		{"missing subject file", []string{"run", "--subject-file", "testdata/no-such-subject.yaml"}, []string{"--subject-file", "no-such-subject.yaml", "no such file"}},
 		{"bad subject file", []string{"run", "--subject-file", "../subject/testdata/invalid-expect.yaml"}, []string{"--subject-file", "invalid-expect.yaml:6", "expect.slow-reboot-*", `"maybe"`}},
