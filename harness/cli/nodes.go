@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/bootproof/bootproof/fakes"
+	"github.com/bootproof/bootproof/harness/cluster"
 	"github.com/bootproof/bootproof/scenarios"
 )
 
@@ -70,6 +71,9 @@ func nodesRun(ctx context.Context, s Streams, o nodesRunOptions) error {
 	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
 	if err != nil {
 		return withCode(ExitUsage, fmt.Errorf("--kubeconfig: %w", err))
+	}
+	if err := cluster.ProbeAPIServer(ctx, rc, o.kubeconfig); err != nil {
+		return withCode(ExitUsage, err)
 	}
 	// Heartbeats must never wait behind client-side throttling.
 	rc.QPS, rc.Burst = float32(50+o.count), 100+2*o.count
