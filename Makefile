@@ -103,7 +103,7 @@ run: controlplane build ## Run the whole catalog with the bootid and legacy subj
 
 .PHONY: e2e-kind
 e2e-kind: build ## The catalog on a kind cluster (needs docker or podman); JUnit: reports/junit-kind.xml.
-	@mkdir -p $(REPORTS_DIR)/kind
+	@rm -rf $(REPORTS_DIR)/kind && mkdir -p $(REPORTS_DIR)
 	$(BIN_DIR)/bootproof run --cluster kind --nodes fake --subject bootid --subject legacy --parallel $(PARALLEL) \
 	  --report-dir $(REPORTS_DIR)/kind; rc=$$?; \
 	  if [ -f $(REPORTS_DIR)/kind/junit.xml ]; then cp $(REPORTS_DIR)/kind/junit.xml $(REPORTS_DIR)/junit-kind.xml; fi; exit $$rc
@@ -116,7 +116,7 @@ deps-libvirt: ## Install QEMU, libvirt and kmod (Debian/Ubuntu, as root); start 
 e2e-libvirt: controlplane gotestsum ## Real VMs: every reboot mode over libvirt, then the catalog (LIBVIRT_LABEL=vm-smoke: a subset) with bootid and legacy on VM nodes.
 	@hack/preflight-libvirt.sh
 	@$(MAKE) --no-print-directory build-libvirt
-	@mkdir -p $(REPORTS_DIR)/libvirt
+	@rm -rf $(REPORTS_DIR)/libvirt && mkdir -p $(REPORTS_DIR)
 	BOOTPROOF_VM_TEST=1 BOOTPROOF_REQUIRE_CONTROLPLANE=1 $(BIN_DIR)/gotestsum --format testname --junitfile $(REPORTS_DIR)/junit-libvirt-modes.xml -- \
 	  -count=1 -tags libvirt -timeout 45m -run 'TestVMBootRebootQEMU|TestLibvirtRebootModes' ./vmprovision/
 	$(BIN_DIR)/bootproof run --cluster embedded --nodes libvirt --subject bootid --subject legacy --parallel $(LIBVIRT_PARALLEL) \

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/bootproof/bootproof/scenarios"
@@ -25,12 +27,150 @@ import (
 // nothing an operator under test reads.
 
 // DefaultControlSocket is the socket path when none is given:
-// $XDG_RUNTIME_DIR/bootproof-nodes.sock, else /tmp/bootproof-nodes-<uid>.sock.
+// $XDG_RUNTIME_DIR/bootproof-nodes.sock (a directory only the user can
+// reach), else "": ListenControl then creates the socket in a new private
+// directory, and FindControlSocket finds it. A predictable name in a
+// shared /tmp is never used by default.
 func DefaultControlSocket() string {
 	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
 		return filepath.Join(d, "bootproof-nodes.sock")
 	}
-	return filepath.Join(os.TempDir(), "bootproof-nodes-"+strconv.Itoa(os.Getuid())+".sock")
+	return ""
+}
+
+// controlDirPattern names the private directories ListenControl makes
+// under os.TempDir() when no path is given.
+func controlDirPattern() string { return "bootproof-nodes-" + strconv.Itoa(os.Getuid()) + "-" }
+
+// controlSocketName is the socket's name in such a directory.
+const controlSocketName = "control.sock"
+
+// FindControlSocket returns the control socket of the running fleet of
+// this user: DefaultControlSocket, or the one socket in a private
+// directory ListenControl made (mode 0700, owned by this user).
+func FindControlSocket() (string, error) {
+	if p := DefaultControlSocket(); p != "" {
+		return p, nil
+	}
+	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), controlDirPattern()+"*", controlSocketName))
+	var found []string
+	for _, m := range matches {
+		if privateDir(filepath.Dir(m)) {
+			found = append(found, m)
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return "", &scenarios.InputError{Field: "ControlSocket",
+			Reason: "no control socket of a running 'bootproof nodes run' found: start one, or give its socket"}
+	}
+	return "", &scenarios.InputError{Field: "ControlSocket", Reason: fmt.Sprintf("several fleets serve control sockets (%s): give the one to use", strings.Join(found, ", "))}
+}
+
+// privateDir reports whether dir is a directory (not a link) of mode
+// 0700 owned by this user.
+func privateDir(dir string) bool {
+	st, err := os.Lstat(dir)
+	if err != nil || !st.IsDir() || st.Mode().Perm() != 0o700 {
+		return false
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	return ok && int(sys.Uid) == os.Getuid()
+}
+
+// ControlSocket is a listening control socket; Serve serves a fleet on it.
+type ControlSocket struct {
+	// Path is where clients connect.
+	Path string
+	l    net.Listener
+	// private is the private directory ListenControl made to hold Path,
+	// removed by Close; empty when Path was given.
+	private string
+	// created is Path as created, so Close removes only this socket.
+	created os.FileInfo
+}
+
+// ListenControl creates the control socket at path, or, with path "", in
+// a new private directory under os.TempDir(). The socket is bound inside
+// a directory of mode 0700 made by os.MkdirTemp and made mode 0600 there,
+// so no other user can reach it at any moment; a given path is then
+// renamed into place. A live socket at path (another fleet) or a file
+// that is not a socket is refused; a stale socket is replaced.
+func ListenControl(path string) (*ControlSocket, error) {
+	if path == "" {
+		dir, err := os.MkdirTemp(os.TempDir(), controlDirPattern())
+		if err != nil {
+			return nil, fmt.Errorf("control socket: %w", err)
+		}
+		s, err := bindPrivate(dir, filepath.Join(dir, controlSocketName))
+		if err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, err
+		}
+		s.private = dir
+		return s, nil
+	}
+	if c, err := net.Dial("unix", path); err == nil {
+		c.Close()
+		return nil, &scenarios.InputError{Field: "ControlSocket", Value: path, Reason: "another fleet is serving it: stop it or give another path"}
+	}
+	if st, err := os.Lstat(path); err == nil && st.Mode().Type() != os.ModeSocket {
+		return nil, &scenarios.InputError{Field: "ControlSocket", Value: path, Reason: "exists and is not a socket: give another path"}
+	}
+	dir, err := os.MkdirTemp(filepath.Dir(path), ".bootproof-nodes-")
+	if err != nil {
+		return nil, fmt.Errorf("control socket %s: %w", path, err)
+	}
+	defer os.RemoveAll(dir)
+	s, err := bindPrivate(dir, path)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// bindPrivate listens on a socket in the private directory dir, makes it
+// mode 0600 and moves it to path (unless it is there already).
+func bindPrivate(dir, path string) (*ControlSocket, error) {
+	tmp := filepath.Join(dir, "s")
+	if filepath.Dir(path) == dir {
+		tmp = path
+	}
+	l, err := net.Listen("unix", tmp)
+	if err != nil {
+		return nil, fmt.Errorf("control socket %s: %w", path, err)
+	}
+	// The listener would unlink its bound name at Close; Close removes
+	// the socket itself, and only if it is still this one.
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	err = os.Chmod(tmp, 0o600)
+	if err == nil && tmp != path {
+		err = os.Rename(tmp, path)
+	}
+	var st os.FileInfo
+	if err == nil {
+		st, err = os.Lstat(path)
+	}
+	if err != nil {
+		l.Close()
+		_ = os.Remove(tmp)
+		return nil, fmt.Errorf("control socket %s: %w", path, err)
+	}
+	return &ControlSocket{Path: path, l: l, created: st}, nil
+}
+
+// Close stops listening and removes the socket (if it is still the one
+// ListenControl made) and the private directory.
+func (s *ControlSocket) Close() {
+	s.l.Close()
+	if st, err := os.Lstat(s.Path); err == nil && os.SameFile(st, s.created) {
+		_ = os.Remove(s.Path)
+	}
+	if s.private != "" {
+		_ = os.RemoveAll(s.private)
+	}
 }
 
 // ControlRequest asks for one action on one node.
@@ -68,22 +208,18 @@ func stateOf(k *Kubelet) NodeState {
 }
 
 // ServeControl serves the control API for fleet on a unix socket at path
-// until ctx ends, then removes the socket.
+// (see ListenControl) until ctx ends, then removes the socket.
 func ServeControl(ctx context.Context, fleet *Fleet, path string) error {
-	if c, err := net.Dial("unix", path); err == nil {
-		c.Close()
-		return fmt.Errorf("control socket %s: another fleet is serving it", path)
-	}
-	_ = os.Remove(path)
-	l, err := net.Listen("unix", path)
+	s, err := ListenControl(path)
 	if err != nil {
-		return fmt.Errorf("control socket %s: %w", path, err)
+		return err
 	}
-	defer os.Remove(path)
-	if err := os.Chmod(path, 0o600); err != nil {
-		l.Close()
-		return fmt.Errorf("control socket %s: %w", path, err)
-	}
+	return s.Serve(ctx, fleet)
+}
+
+// Serve serves the control API for fleet until ctx ends, then closes s.
+func (s *ControlSocket) Serve(ctx context.Context, fleet *Fleet) error {
+	defer s.Close()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/nodes", func(w http.ResponseWriter, _ *http.Request) {
 		var resp ControlResponse
@@ -133,8 +269,8 @@ func ServeControl(ctx context.Context, fleet *Fleet, path string) error {
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
 	}()
-	if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("control socket %s: %w", path, err)
+	if err := srv.Serve(s.l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("control socket %s: %w", s.Path, err)
 	}
 	return nil
 }

@@ -64,7 +64,7 @@ func WriteBench(dir string, r BenchResult) error {
 	if err != nil {
 		return fmt.Errorf("bench %s: %w", r.Name, err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, r.Name+".json"), append(data, '\n'), 0o644); err != nil {
+	if err := writeFile(filepath.Join(dir, r.Name+".json"), append(data, '\n'), 0o644); err != nil {
 		return fmt.Errorf("bench %s: %w", r.Name, err)
 	}
 	var md strings.Builder
@@ -83,7 +83,7 @@ func WriteBench(dir string, r BenchResult) error {
 	for _, n := range r.Notes {
 		fmt.Fprintf(&md, "\n%s\n", n)
 	}
-	if err := os.WriteFile(filepath.Join(dir, r.Name+".md"), []byte(md.String()), 0o644); err != nil {
+	if err := writeFile(filepath.Join(dir, r.Name+".md"), []byte(md.String()), 0o644); err != nil {
 		return fmt.Errorf("bench %s: %w", r.Name, err)
 	}
 	return nil

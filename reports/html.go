@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"fmt"
 	"html/template"
-	"os"
 	"time"
 
 	"github.com/bootproof/bootproof/scenarios"
@@ -48,8 +47,5 @@ func WriteHTML(path string, r scenarios.Results, generated time.Time) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return writeFile(path, data, 0o644)
 }

@@ -174,10 +174,7 @@ func WriteJUnit(path, name string, r scenarios.Results, generated time.Time) err
 		return fmt.Errorf("encode JUnit: %w", err)
 	}
 	data = append([]byte(xml.Header), append(data, '\n')...)
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return writeFile(path, data, 0o644)
 }
 
 func junitProperties(env map[string]string) *JUnitProperties {

@@ -2,7 +2,9 @@ package reports
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,11 +29,19 @@ func CaseName(c scenarios.CaseResult) string {
 }
 
 // Write writes every report of a run into dir: results.json, trace.json,
-// junit.xml, index.html and summary.md. When $GITHUB_STEP_SUMMARY is set
-// the summary is appended there too.
+// index.html, summary.md and, last, junit.xml. Each file is written under
+// a temporary name and renamed into place, and a junit.xml already in dir
+// is removed first, so junit.xml exists only once every other report is
+// complete: a CI step that publishes it never sees a stale or partial
+// one. When $GITHUB_STEP_SUMMARY is set the summary is appended there
+// too. An error names the path that could not be written.
 func Write(dir string, r scenarios.Results, generated time.Time) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("report directory %s: %w", dir, err)
+	}
+	junit := filepath.Join(dir, JUnitFile)
+	if err := os.Remove(junit); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove the old %s: %w", junit, err)
 	}
 	r = withEmptyLists(r)
 	if err := writeJSON(filepath.Join(dir, ResultsFile), r); err != nil {
@@ -44,28 +54,35 @@ func Write(dir string, r scenarios.Results, generated time.Time) error {
 	if err := writeJSON(filepath.Join(dir, TraceFile), traces); err != nil {
 		return err
 	}
-	if err := WriteJUnit(filepath.Join(dir, JUnitFile), "bootproof", r, generated); err != nil {
-		return err
-	}
 	if err := WriteHTML(filepath.Join(dir, HTMLFile), r, generated); err != nil {
 		return err
 	}
 	md := Summary(r)
-	if err := os.WriteFile(filepath.Join(dir, SummaryFile), []byte(md), 0o644); err != nil {
-		return fmt.Errorf("write summary: %w", err)
+	if err := writeFile(filepath.Join(dir, SummaryFile), []byte(md), 0o644); err != nil {
+		return err
 	}
-	if p := os.Getenv("GITHUB_STEP_SUMMARY"); p != "" {
-		f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err != nil {
-			return fmt.Errorf("$GITHUB_STEP_SUMMARY: %w", err)
-		}
-		_, err = f.WriteString(md)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("$GITHUB_STEP_SUMMARY: %w", err)
-		}
+	if err := appendStepSummary(md); err != nil {
+		return err
+	}
+	return WriteJUnit(junit, "bootproof", r, generated)
+}
+
+// appendStepSummary appends md to $GITHUB_STEP_SUMMARY when that is set.
+func appendStepSummary(md string) error {
+	p := os.Getenv("GITHUB_STEP_SUMMARY")
+	if p == "" {
+		return nil
+	}
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("$GITHUB_STEP_SUMMARY: %w", err)
+	}
+	_, err = f.WriteString(md)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("$GITHUB_STEP_SUMMARY %s: %w", p, err)
 	}
 	return nil
 }
@@ -97,10 +114,7 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", path, err)
 	}
-	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return writeFile(path, append(data, '\n'), 0o644)
 }
 
 // ReadResults reads a results.json.

@@ -162,8 +162,5 @@ func WriteSoak(dir string, s Soak) error {
 	if err := writeJSON(filepath.Join(dir, SoakJSONFile), s); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, SoakMDFile), []byte(SoakMarkdown(s)), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", SoakMDFile, err)
-	}
-	return nil
+	return writeFile(filepath.Join(dir, SoakMDFile), []byte(SoakMarkdown(s)), 0o644)
 }

@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,6 +26,7 @@ func newControlPlaneCommand(s Streams) *cobra.Command {
 type upOptions struct {
 	cfg           controlplane.Config
 	kubeconfigOut string
+	force         bool
 }
 
 func newControlPlaneUpCommand(s Streams) *cobra.Command {
@@ -36,6 +40,9 @@ fresh PKI, RBAC, the Node authorizer and NodeRestriction, prints one line with
 it stops every process it started and exits 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := refuseZero(cmd, "grace-period", "monitor-period", "start-timeout", "cert-validity"); err != nil {
+				return err
+			}
 			return controlPlaneUp(cmd, s, o)
 		},
 	}
@@ -45,13 +52,18 @@ it stops every process it started and exits 0.`,
 	f.StringSliceVar(&o.cfg.Controllers, "controllers", controlplane.DefaultControllers, "kube-controller-manager controllers to run")
 	f.StringVar(&o.cfg.Dir, "dir", "", "run directory for PKI, kubeconfigs and logs, kept after exit (default: a temporary directory, removed at exit)")
 	f.StringVar(&o.cfg.BinDir, "bin-dir", "", "directory holding etcd, kube-apiserver and kube-controller-manager (default: $"+controlplane.EnvBinDir+", $"+controlplane.EnvKubebuilderAssets+", ./bin)")
+	f.DurationVar(&o.cfg.CertValidity, "cert-validity", controlplane.DefaultCertValidity, "how long the cluster's certificates are valid; it stops working after that")
 	f.DurationVar(&o.cfg.StartTimeout, "start-timeout", controlplane.DefaultStartTimeout, "how long to wait for the control plane to become ready")
-	f.StringVar(&o.kubeconfigOut, "kubeconfig-out", "", "also write the admin kubeconfig here (mode 0600; removed at exit, since it points at a cluster that is gone)")
+	f.StringVar(&o.kubeconfigOut, "kubeconfig-out", "", "also write the admin kubeconfig here (mode 0600; removed at exit, since it points at a cluster that is gone); an existing file is refused unless --force")
+	f.BoolVar(&o.force, "force", false, "with --kubeconfig-out: replace an existing file (which is then kept at exit)")
 	return cmd
 }
 
 func controlPlaneUp(cmd *cobra.Command, s Streams, o upOptions) error {
 	ctx := cmd.Context()
+	if err := checkKubeconfigOut(o.kubeconfigOut, o.force); err != nil {
+		return err
+	}
 	cp, err := controlplane.Start(ctx, o.cfg)
 	if err != nil {
 		return withCode(ExitInfra, err)
@@ -59,14 +71,11 @@ func controlPlaneUp(cmd *cobra.Command, s Streams, o upOptions) error {
 	defer cp.Stop()
 	kubeconfig := cp.Kubeconfig()
 	if o.kubeconfigOut != "" {
-		data, err := os.ReadFile(kubeconfig)
-		if err == nil {
-			err = os.WriteFile(o.kubeconfigOut, data, 0o600)
-		}
+		remove, err := writeKubeconfigOut(kubeconfig, o.kubeconfigOut, o.force)
 		if err != nil {
-			return withCode(ExitInfra, fmt.Errorf("--kubeconfig-out %s: %w", o.kubeconfigOut, err))
+			return err
 		}
-		defer os.Remove(o.kubeconfigOut)
+		defer remove()
 		kubeconfig = o.kubeconfigOut
 	}
 	c := cp.Config()
@@ -81,4 +90,82 @@ func controlPlaneUp(cmd *cobra.Command, s Streams, o upOptions) error {
 	case <-cp.Died():
 		return withCode(ExitInfra, cp.Err())
 	}
+}
+
+// checkKubeconfigOut refuses an existing --kubeconfig-out file unless
+// force is set, before the control plane starts.
+func checkKubeconfigOut(path string, force bool) error {
+	if path == "" || force {
+		return nil
+	}
+	if _, err := os.Lstat(path); err == nil {
+		return withCode(ExitUsage, fmt.Errorf("--kubeconfig-out %s exists: give another path, or --force to replace it", path))
+	}
+	return nil
+}
+
+// writeKubeconfigOut copies the kubeconfig at src to dst (mode 0600). A
+// new file is created exclusively (O_EXCL: never through a file or link
+// another process put there meanwhile); with force an existing one is
+// replaced by a rename. The returned func, run at exit, removes dst only
+// if this run created it and it is still the same file: never a file
+// that was there before, nor one something else put in its place.
+func writeKubeconfigOut(src, dst string, force bool) (remove func(), err error) {
+	fail := func(err error) (func(), error) {
+		return nil, withCode(ExitInfra, fmt.Errorf("--kubeconfig-out %s: %w", dst, err))
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return fail(err)
+	}
+	f, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		if !force {
+			return nil, withCode(ExitUsage, fmt.Errorf("--kubeconfig-out %s exists: give another path, or --force to replace it", dst))
+		}
+		if err := replaceFile(dst, data); err != nil {
+			return fail(err)
+		}
+		return func() {}, nil
+	}
+	if err != nil {
+		return fail(err)
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	created, serr := os.Stat(dst)
+	if err = errors.Join(err, serr); err != nil {
+		_ = os.Remove(dst)
+		return fail(err)
+	}
+	return func() {
+		// Same inode, size and modification time: an inode number
+		// reused by a new file does not pass for ours.
+		if now, err := os.Lstat(dst); err == nil && os.SameFile(created, now) &&
+			now.Size() == created.Size() && now.ModTime().Equal(created.ModTime()) {
+			_ = os.Remove(dst)
+		}
+	}, nil
+}
+
+// replaceFile writes data (mode 0600) to a temporary file next to path
+// and renames it over path.
+func replaceFile(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+	}
+	return err
 }

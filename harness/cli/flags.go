@@ -2,7 +2,11 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/bootproof/bootproof/harness/controlplane"
 	"github.com/bootproof/bootproof/kmm"
@@ -19,6 +23,7 @@ var flagOf = map[string]string{
 	"Controllers":   "--controllers",
 	"StartTimeout":  "--start-timeout",
 	"BinDir":        "--bin-dir",
+	"CertValidity":  "--cert-validity",
 	// cluster providers, the catalog, backends, the fleet's control socket
 	"Kubeconfig":      "--kubeconfig",
 	"KindCluster":     "--kind-cluster",
@@ -82,4 +87,28 @@ func withFlags(err error) error {
 		return err
 	}
 	return &flagError{msg: strings.Replace(msg, inner.Error(), inner.Render(flag), 1), err: err}
+}
+
+// zeroAccepted says what duration flags accept, for refuseZero.
+var zeroAccepted = map[string]string{
+	"grace-period":   "a duration of at least 1s, longer than --monitor-period (e.g. 10s)",
+	"monitor-period": "a positive duration shorter than --grace-period (e.g. 1s)",
+	"start-timeout":  "a positive duration (e.g. 2m)",
+	"cert-validity":  "a duration from 1h to 8784h that outlasts the run (e.g. 168h)",
+}
+
+// refuseZero refuses the duration flags of cmd among names that were given
+// as 0: in a library configuration 0 means "the default", but on the
+// command line it is a value the user typed, and never silently replaced.
+func refuseZero(cmd *cobra.Command, names ...string) error {
+	for _, n := range names {
+		f := cmd.Flags().Lookup(n)
+		if f == nil || !f.Changed {
+			continue
+		}
+		if d, err := time.ParseDuration(f.Value.String()); err == nil && d == 0 {
+			return withCode(ExitUsage, fmt.Errorf("invalid --%s 0s: accepted: %s; leave --%s out for its default", n, zeroAccepted[n], n))
+		}
+	}
+	return nil
 }

@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/bootproof/bootproof/fakes"
+	"github.com/bootproof/bootproof/harness/cluster"
+	"github.com/bootproof/bootproof/scenarios"
 )
 
 func newNodesCommand(s Streams) *cobra.Command {
@@ -52,7 +54,7 @@ socket.`,
 	f.IntVar(&o.count, "count", 1, "number of nodes")
 	f.StringVar(&o.prefix, "prefix", "bp-node-", "node name prefix; names are PREFIX0000, PREFIX0001, ...")
 	f.StringVar(&o.timing, "timing", fakes.TimingKubeletDefaults, "timing profile: kubelet-defaults or fast")
-	f.StringVar(&o.socket, "control-socket", fakes.DefaultControlSocket(), "unix socket to serve the control API on")
+	f.StringVar(&o.socket, "control-socket", fakes.DefaultControlSocket(), "unix socket to serve the control API on (default: $XDG_RUNTIME_DIR/bootproof-nodes.sock, else one in a new private directory under $TMPDIR)")
 	return cmd
 }
 
@@ -70,6 +72,9 @@ func nodesRun(ctx context.Context, s Streams, o nodesRunOptions) error {
 	if err != nil {
 		return withCode(ExitUsage, fmt.Errorf("--kubeconfig: %w", err))
 	}
+	if err := cluster.ProbeAPIServer(ctx, rc, o.kubeconfig); err != nil {
+		return withCode(ExitUsage, err)
+	}
 	// Heartbeats must never wait behind client-side throttling.
 	rc.QPS, rc.Burst = float32(50+o.count), 100+2*o.count
 	client, err := kubernetes.NewForConfig(rc)
@@ -80,16 +85,24 @@ func nodesRun(ctx context.Context, s Streams, o nodesRunOptions) error {
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
+	sock, err := fakes.ListenControl(o.socket)
+	if err != nil {
+		var ie *scenarios.InputError
+		if errors.As(err, &ie) {
+			return withCode(ExitUsage, err)
+		}
+		return withCode(ExitInfra, err)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errs := make(chan error, 2)
 	go func() { errs <- fleet.Start(ctx) }()
-	go func() { errs <- fakes.ServeControl(ctx, fleet, o.socket) }()
+	go func() { errs <- sock.Serve(ctx, fleet) }()
 	if err := fleet.WaitRegistered(ctx); err != nil {
 		cancel()
 		return withCode(ExitInfra, errors.Join(err, <-errs))
 	}
-	fmt.Fprintf(s.Out, "%d simulated nodes ready (%s%04d...); control socket %s; Ctrl-C stops them\n", o.count, o.prefix, 0, o.socket)
+	fmt.Fprintf(s.Out, "%d simulated nodes ready (%s%04d...); control socket %s; Ctrl-C stops them\n", o.count, o.prefix, 0, sock.Path)
 	var first error
 	select {
 	case <-ctx.Done():
@@ -132,7 +145,7 @@ func newNodesActCommand(s Streams, action string) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.socket, "control-socket", fakes.DefaultControlSocket(), "control socket of 'bootproof nodes run'")
+	f.StringVar(&o.socket, "control-socket", fakes.DefaultControlSocket(), "control socket of 'bootproof nodes run' (default: the one it printed, found under $XDG_RUNTIME_DIR or $TMPDIR)")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long")
 	if action == "reboot" || action == "restart-kubelet" {
 		f.DurationVar(&o.downtime, "downtime", 0, "time from the last heartbeat to the kubelet's start (required)")
@@ -154,7 +167,11 @@ func nodesAct(ctx context.Context, s Streams, action, node string, o nodesActOpt
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	resp, err := fakes.NewControlClient(o.socket).Act(ctx, fakes.ControlRequest{Node: node, Action: action,
+	socket, err := controlSocket(o.socket)
+	if err != nil {
+		return err
+	}
+	resp, err := fakes.NewControlClient(socket).Act(ctx, fakes.ControlRequest{Node: node, Action: action,
 		Downtime: o.downtime, NotReadyFor: o.blip, KernelVersion: o.kernelVersion})
 	if err != nil {
 		return withCode(ExitInfra, fmt.Errorf("%s %s: %w", action, node, err))
@@ -171,6 +188,10 @@ func newNodesListCommand(s Streams) *cobra.Command {
 		Short: "List the nodes of a running 'bootproof nodes run' with boot IDs and loaded modules (JSON)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			socket, err := controlSocket(socket)
+			if err != nil {
+				return err
+			}
 			resp, err := fakes.NewControlClient(socket).Nodes(cmd.Context())
 			if err != nil {
 				return withCode(ExitInfra, err)
@@ -180,6 +201,19 @@ func newNodesListCommand(s Streams) *cobra.Command {
 			return enc.Encode(resp.Nodes)
 		},
 	}
-	cmd.Flags().StringVar(&socket, "control-socket", fakes.DefaultControlSocket(), "control socket of 'bootproof nodes run'")
+	cmd.Flags().StringVar(&socket, "control-socket", fakes.DefaultControlSocket(), "control socket of 'bootproof nodes run' (default: the one it printed, found under $XDG_RUNTIME_DIR or $TMPDIR)")
 	return cmd
+}
+
+// controlSocket is the socket --control-socket names, or the one of the
+// fleet running here.
+func controlSocket(flag string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	p, err := fakes.FindControlSocket()
+	if err != nil {
+		return "", withCode(ExitUsage, err)
+	}
+	return p, nil
 }

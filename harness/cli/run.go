@@ -39,6 +39,7 @@ type runOptions struct {
 	reportDir     string
 	kubeconfig    string
 	binDir        string
+	certValidity  time.Duration
 	scenarioFiles []string
 	subjectFiles  []string
 	kindCluster   string
@@ -75,6 +76,9 @@ summary.md. Exit code 0: every verdict passed; 1: a verdict failed; 2: a usage
 error, an invalid run or an infrastructure fault.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := refuseZero(cmd, "grace-period", "monitor-period", "cert-validity"); err != nil {
+				return err
+			}
 			o.maxNodesSet = cmd.Flags().Changed("max-nodes")
 			return runRun(cmd.Context(), s, o)
 		},
@@ -92,9 +96,10 @@ error, an invalid run or an infrastructure fault.`,
 	f.DurationVar(&o.monitor, "monitor-period", DefaultRunMonitor, "node-monitor-period of the embedded cluster")
 	f.IntVar(&o.parallel, "parallel", 2, "cases run at once")
 	f.IntVar(&o.maxNodes, "max-nodes", 0, fmt.Sprintf("cap every scenario's node count (0: no cap; with --nodes libvirt the default is %d)", DefaultVMMaxNodes))
-	f.StringVar(&o.reportDir, "report-dir", "", "report directory (default reports/<timestamp>, with reports/latest pointing to it)")
+	f.StringVar(&o.reportDir, "report-dir", "", "report directory: new or empty (default a new reports/<timestamp>-<random>, with reports/latest pointing to it)")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig for --cluster kubeconfig (default $KUBECONFIG)")
 	f.StringVar(&o.binDir, "bin-dir", "", "control-plane binaries for the embedded cluster (default as for 'controlplane up')")
+	f.DurationVar(&o.certValidity, "cert-validity", controlplane.DefaultCertValidity, "how long the embedded cluster's certificates are valid (it stops working after that)")
 	f.StringVar(&o.kindCluster, "kind-cluster", "", "with --cluster kind: reuse this existing kind cluster instead of creating one")
 	f.StringVar(&o.kindImage, "kind-image", cluster.DefaultKindImage, "with --cluster kind: the node image")
 	f.BoolVar(&o.retain, "retain", false, "with --cluster kind: keep the cluster bootproof created")
@@ -161,6 +166,9 @@ func (o *runOptions) validate() (runPlan, error) {
 	}
 	if o.cluster == "kubeconfig" && o.nodeCreds != "shared" && o.nodeCreds != "csr" {
 		return p, withCode(ExitUsage, fmt.Errorf("invalid --node-credentials %q: accepted: shared, csr", o.nodeCreds))
+	}
+	if err := checkReportDir(o.reportDir); err != nil {
+		return p, err
 	}
 	p.grace = cmp.Or(o.grace, DefaultRunGrace)
 	switch o.nodes {
@@ -230,7 +238,7 @@ func (rc *runContext) run(ctx context.Context) error {
 	}
 	dir, err := reportDir(rc.o.reportDir)
 	if err != nil {
-		return withCode(ExitInfra, err)
+		return err
 	}
 	for _, f := range rc.plan.subjectFiles {
 		subjects = append(subjects, subject.FromFile(f, cl, filepath.Join(dir, "subjects")))
@@ -257,7 +265,8 @@ func (rc *runContext) startCluster(ctx context.Context) (scenarios.Cluster, []co
 	switch o.cluster {
 	case "embedded":
 		fmt.Fprintf(s.Err, "starting the embedded control plane (grace period %s, monitor period %s)\n", rc.plan.grace, o.monitor)
-		e, err := cluster.StartEmbedded(ctx, controlplane.Config{GracePeriod: rc.plan.grace, MonitorPeriod: o.monitor, BinDir: o.binDir})
+		e, err := cluster.StartEmbedded(ctx, controlplane.Config{GracePeriod: rc.plan.grace, MonitorPeriod: o.monitor, BinDir: o.binDir,
+			CertValidity: o.certValidity})
 		if err != nil {
 			var ce *controlplane.ConfigError
 			if errors.As(err, &ce) {
@@ -318,7 +327,7 @@ func (rc *runContext) startNodes(ctx context.Context, cl scenarios.Cluster, tain
 func (rc *runContext) report(ctx context.Context, dir string, res scenarios.Results, start time.Time) error {
 	s := rc.s
 	if err := reports.Write(dir, res, time.Now()); err != nil {
-		return withCode(ExitInfra, err)
+		return withCode(ExitInfra, fmt.Errorf("reports: %w", err))
 	}
 	if rc.o.reportDir == "" {
 		latest := filepath.Join(filepath.Dir(dir), "latest")

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -42,7 +44,7 @@ func selectScenarios(names, labels, files []string) ([]*scenarios.Scenario, erro
 func readScenarioFiles(paths []string, catalog []*scenarios.Scenario) ([]*scenarios.Scenario, error) {
 	var out []*scenarios.Scenario
 	for _, path := range paths {
-		data, err := os.ReadFile(path)
+		data, err := scenarios.ReadInputFile(path, scenarios.MaxInputFileSize)
 		if err != nil {
 			return nil, withCode(ExitUsage, fmt.Errorf("--scenario-file: %w", err))
 		}
@@ -79,13 +81,66 @@ func readSubjectFiles(paths []string) ([]*subject.File, error) {
 	return out, nil
 }
 
+// reportClaim is the file a run creates exclusively in its report
+// directory to own it: of two runs given the same empty directory, the
+// second cannot create it and stops.
+const reportClaim = ".bootproof-run"
+
+// checkReportDir refuses a --report-dir that exists and is not empty
+// before anything starts: a run never mixes its reports with another's.
+func checkReportDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return withCode(ExitUsage, fmt.Errorf("--report-dir %s: %w", dir, err))
+	case len(entries) > 0:
+		return withCode(ExitUsage, fmt.Errorf("--report-dir %s exists and is not empty: give a new or an empty directory", dir))
+	}
+	return nil
+}
+
+// reportDir creates the report directory and claims it; the default is a
+// new directory reports/<timestamp>-<random>, so two runs started in the
+// same second never share one. It returns the absolute path.
 func reportDir(flag string) (string, error) {
 	dir := flag
 	if dir == "" {
-		dir = filepath.Join("reports", time.Now().Format("20060102-150405"))
+		if err := os.MkdirAll("reports", 0o755); err != nil {
+			return "", withCode(ExitInfra, fmt.Errorf("report directory: %w", err))
+		}
+		d, err := os.MkdirTemp("reports", time.Now().Format("20060102-150405")+"-*")
+		if err == nil {
+			err = os.Chmod(d, 0o755)
+		}
+		if err != nil {
+			return "", withCode(ExitInfra, fmt.Errorf("report directory: %w", err))
+		}
+		dir = d
+	} else {
+		if err := checkReportDir(dir); err != nil {
+			return "", err
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", withCode(ExitInfra, fmt.Errorf("--report-dir %s: %w", dir, err))
+		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("--report-dir %s: %w", dir, err)
+	f, err := os.OpenFile(filepath.Join(dir, reportClaim), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return "", withCode(ExitUsage, fmt.Errorf("--report-dir %s: another run has claimed it: give a new or an empty directory", dir))
+	}
+	if err == nil {
+		_, err = fmt.Fprintf(f, "pid %d, started %s\n", os.Getpid(), time.Now().Format(time.RFC3339))
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return "", withCode(ExitInfra, fmt.Errorf("--report-dir %s: %w", dir, err))
 	}
 	return filepath.Abs(dir)
 }

@@ -103,6 +103,9 @@ func NewKubeconfig(ctx context.Context, path string, grace time.Duration, csr bo
 	if grace < 0 {
 		return nil, &scenarios.InputError{Field: "GracePeriod", Value: grace.String(), Reason: "accepted: a positive duration"}
 	}
+	if err := ProbeAPIServer(ctx, rc, path); err != nil {
+		return nil, err
+	}
 	if grace == 0 {
 		cs, err := kubernetes.NewForConfig(rc)
 		if err != nil {

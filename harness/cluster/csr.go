@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -31,10 +32,22 @@ type CSRIssuer struct {
 	Admin *rest.Config
 	// Timeout bounds the wait for a certificate; default 1m.
 	Timeout time.Duration
+	// Validity is how long an issued certificate is valid: the CSR's
+	// spec.expirationSeconds (the signer may cap it; the API accepts
+	// MinCSRValidity at least). Default DefaultCSRValidity.
+	Validity time.Duration
 
 	mu    sync.Mutex
 	cache map[string]*rest.Config
 }
+
+// Lifetimes of CSR-issued certificates. A run's identities need to last
+// the run, not the signer's default of a year: a day covers a catalog
+// run with a wide margin; a longer soak sets Validity.
+const (
+	DefaultCSRValidity = 24 * time.Hour
+	MinCSRValidity     = 10 * time.Minute
+)
 
 // NodeRESTConfig implements CredentialIssuer.
 func (c *CSRIssuer) NodeRESTConfig(node string) (*rest.Config, error) {
@@ -72,14 +85,7 @@ func (c *CSRIssuer) issue(user string, groups []string, signer string) (*rest.Co
 	if err != nil {
 		return nil, fmt.Errorf("certificate request for %s: %w", user, err)
 	}
-	csr := &certificatesv1.CertificateSigningRequest{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "bootproof-"},
-		Spec: certificatesv1.CertificateSigningRequestSpec{
-			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
-			SignerName: signer,
-			Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
-		},
-	}
+	csr := newCSR(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}), signer, c.Validity)
 	created, err := cs.CertificatesV1().CertificateSigningRequests().Create(ctx, csr, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("certificate signing request for %s: %w", user, err)
@@ -125,4 +131,24 @@ func (c *CSRIssuer) issue(user string, groups []string, signer string) (*rest.Co
 	c.cache[key] = rc
 	c.mu.Unlock()
 	return rest.CopyConfig(rc), nil
+}
+
+// newCSR is the CertificateSigningRequest for request (PEM) to signer,
+// asking for a certificate valid for validity (DefaultCSRValidity when
+// zero, at least MinCSRValidity).
+func newCSR(request []byte, signer string, validity time.Duration) *certificatesv1.CertificateSigningRequest {
+	if validity == 0 {
+		validity = DefaultCSRValidity
+	}
+	validity = max(validity, MinCSRValidity)
+	seconds := int32(min(validity.Seconds(), math.MaxInt32))
+	return &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "bootproof-"},
+		Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request:           request,
+			SignerName:        signer,
+			Usages:            []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+			ExpirationSeconds: &seconds,
+		},
+	}
 }

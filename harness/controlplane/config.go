@@ -17,6 +17,13 @@ const (
 	DefaultStartTimeout  = 2 * time.Minute
 	DefaultStopTimeout   = 10 * time.Second
 	DefaultMaxRestarts   = 5
+	// DefaultCertValidity is how long an embedded cluster's certificates
+	// (CAs, serving and client certificates) are valid: a week covers a
+	// long soak; a cluster lives for one run.
+	DefaultCertValidity = 7 * 24 * time.Hour
+	// MinCertValidity and MaxCertValidity bound Config.CertValidity.
+	MinCertValidity = time.Hour
+	MaxCertValidity = 366 * 24 * time.Hour
 )
 
 // DefaultControllers are the kube-controller-manager controllers that shape
@@ -129,6 +136,10 @@ type Config struct {
 	StartTimeout time.Duration
 	// StopTimeout is how long Stop waits after SIGTERM before SIGKILL.
 	StopTimeout time.Duration
+	// CertValidity is how long the cluster's certificates are valid, from
+	// its start (default DefaultCertValidity): the cluster stops working
+	// once they expire.
+	CertValidity time.Duration
 	// MaxRestarts is how many times in all a process that exits on its
 	// own is started again (default DefaultMaxRestarts); past it, or with
 	// a negative value at the first exit, the plane is dead (Died).
@@ -145,7 +156,7 @@ type Config struct {
 // change; the message names only the field.
 type ConfigError struct {
 	// Field is the Config field: GracePeriod, MonitorPeriod, Controllers,
-	// StartTimeout, StopTimeout, ExtraArgs or BinDir.
+	// StartTimeout, StopTimeout, CertValidity, ExtraArgs or BinDir.
 	Field string
 	// Value is the value not accepted (for Controllers the one name, for
 	// ExtraArgs the process name).
@@ -181,6 +192,9 @@ func (c Config) Default() Config {
 	if c.StopTimeout == 0 {
 		c.StopTimeout = DefaultStopTimeout
 	}
+	if c.CertValidity == 0 {
+		c.CertValidity = DefaultCertValidity
+	}
 	if c.BinDir == "" {
 		c.BinDir = os.Getenv(EnvBinDir)
 	}
@@ -208,6 +222,10 @@ func (c Config) Validate() error {
 	}
 	if c.StopTimeout <= 0 {
 		return &ConfigError{Field: "StopTimeout", Value: c.StopTimeout.String(), Accepted: "a positive duration"}
+	}
+	if c.CertValidity < MinCertValidity || c.CertValidity > MaxCertValidity {
+		return &ConfigError{Field: "CertValidity", Value: c.CertValidity.String(),
+			Accepted: fmt.Sprintf("a duration from %s to %s that outlasts the run (default %s)", MinCertValidity, MaxCertValidity, DefaultCertValidity)}
 	}
 	for name := range c.ExtraArgs {
 		if name != BinEtcd && name != BinKubeAPIServer && name != BinKubeControllerManager {

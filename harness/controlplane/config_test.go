@@ -44,6 +44,8 @@ func TestConfigValidate(t *testing.T) {
 		{name: "negative start timeout", cfg: Config{StartTimeout: -time.Second}, wantField: "StartTimeout", wantValue: "-1s", wantText: "positive duration"},
 		{name: "negative stop timeout", cfg: Config{StopTimeout: -time.Second}, wantField: "StopTimeout", wantValue: "-1s", wantText: "positive duration"},
 		{name: "extra args of another process", cfg: Config{ExtraArgs: map[string][]string{"kubelet": {"--v=2"}}}, wantField: "ExtraArgs", wantValue: "kubelet", wantText: "etcd, kube-apiserver, kube-controller-manager"},
+		{name: "short cert validity", cfg: Config{CertValidity: time.Minute}, wantField: "CertValidity", wantValue: "1m0s", wantText: "from 1h0m0s to 8784h0m0s"},
+		{name: "cert validity past a year", cfg: Config{CertValidity: 400 * 24 * time.Hour}, wantField: "CertValidity", wantValue: "9600h0m0s", wantText: "outlasts the run"},
 		{name: "missing bin dir", cfg: Config{BinDir: dir + "/nope"}, wantField: "BinDir", wantValue: dir + "/nope", wantText: "make controlplane"},
 	}
 	for _, tc := range tests {

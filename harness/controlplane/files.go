@@ -55,10 +55,10 @@ func apiServerIPs() []net.IP {
 // certificate the processes need, at the paths f names.
 func (cp *ControlPlane) writePKI(f pkiFiles) error {
 	var err error
-	if cp.ca, err = NewCA("bootproof-ca"); err != nil {
+	if cp.ca, err = NewCA("bootproof-ca", cp.cfg.CertValidity); err != nil {
 		return err
 	}
-	if cp.etcdCA, err = NewCA("bootproof-etcd-ca"); err != nil {
+	if cp.etcdCA, err = NewCA("bootproof-etcd-ca", cp.cfg.CertValidity); err != nil {
 		return err
 	}
 	if err := os.WriteFile(f.ca, cp.ca.CertPEM, 0o644); err != nil {
@@ -84,7 +84,7 @@ func (cp *ControlPlane) writePKI(f pkiFiles) error {
 		}
 		return kp.writeTo(cert, key)
 	}
-	frontProxyCA, err := NewCA("bootproof-front-proxy-ca")
+	frontProxyCA, err := NewCA("bootproof-front-proxy-ca", cp.cfg.CertValidity)
 	if err != nil {
 		return err
 	}

@@ -16,10 +16,6 @@ import (
 	"time"
 )
 
-// certValidity is how long every certificate of an embedded cluster is valid.
-// A cluster lives for one run; a day leaves room for long debugging sessions.
-const certValidity = 24 * time.Hour
-
 // CA is a certificate authority held in memory. It signs the serving and
 // client certificates of one embedded cluster.
 type CA struct {
@@ -27,6 +23,9 @@ type CA struct {
 	Key  crypto.Signer
 	// CertPEM is Cert, PEM-encoded.
 	CertPEM []byte
+	// validity is how long the certificates it issues are valid (never
+	// past its own NotAfter).
+	validity time.Duration
 }
 
 // KeyPair is a signed certificate and its private key, both PEM-encoded.
@@ -55,8 +54,13 @@ func serial() (*big.Int, error) {
 	return rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 }
 
-// NewCA creates a self-signed certificate authority with the given name.
-func NewCA(name string) (*CA, error) {
+// NewCA creates a self-signed certificate authority with the given name,
+// valid for validity from now, as are the certificates it issues
+// (Config.CertValidity for an embedded cluster).
+func NewCA(name string, validity time.Duration) (*CA, error) {
+	if validity <= 0 {
+		return nil, fmt.Errorf("CA %q: validity %s is not positive", name, validity)
+	}
 	key, err := newKey()
 	if err != nil {
 		return nil, fmt.Errorf("generate key for CA %q: %w", name, err)
@@ -70,7 +74,7 @@ func NewCA(name string) (*CA, error) {
 		SerialNumber:          sn,
 		Subject:               pkix.Name{CommonName: name},
 		NotBefore:             now.Add(-time.Minute),
-		NotAfter:              now.Add(certValidity),
+		NotAfter:              now.Add(validity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
@@ -84,7 +88,7 @@ func NewCA(name string) (*CA, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse CA %q: %w", name, err)
 	}
-	return &CA{Cert: cert, Key: key, CertPEM: pemBlock("CERTIFICATE", der)}, nil
+	return &CA{Cert: cert, Key: key, CertPEM: pemBlock("CERTIFICATE", der), validity: validity}, nil
 }
 
 // Issue signs a new leaf certificate described by req.
@@ -115,7 +119,7 @@ func (ca *CA) Issue(req CertRequest) (*KeyPair, error) {
 		SerialNumber: sn,
 		Subject:      pkix.Name{CommonName: req.CommonName, Organization: req.Organizations},
 		NotBefore:    now.Add(-time.Minute),
-		NotAfter:     now.Add(certValidity),
+		NotAfter:     minTime(now.Add(ca.validity), ca.Cert.NotAfter),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  usages,
 		DNSNames:     req.DNSNames,
@@ -190,4 +194,11 @@ func encodeKey(key *ecdsa.PrivateKey) ([]byte, error) {
 
 func pemBlock(typ string, der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }

@@ -2,20 +2,24 @@ package controlplane
 
 import (
 	"crypto/x509"
+	"encoding/pem"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestIssueVerifiesAgainstCA(t *testing.T) {
-	ca, err := NewCA("test-ca")
+	ca, err := NewCA("test-ca", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !ca.Cert.IsCA || ca.Cert.KeyUsage&x509.KeyUsageCertSign == 0 {
 		t.Fatalf("CA certificate is not a signing CA: IsCA=%v usage=%v", ca.Cert.IsCA, ca.Cert.KeyUsage)
 	}
-	other, err := NewCA("other-ca")
+	other, err := NewCA("other-ca", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +97,7 @@ func TestIssueVerifiesAgainstCA(t *testing.T) {
 }
 
 func TestIssueRejectsIncompleteRequests(t *testing.T) {
-	ca, err := NewCA("test-ca")
+	ca, err := NewCA("test-ca", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,5 +108,47 @@ func TestIssueRejectsIncompleteRequests(t *testing.T) {
 		if _, err := ca.Issue(req); err == nil {
 			t.Errorf("%s: Issue succeeded, want error", name)
 		}
+	}
+}
+
+// TestCertValidity: every certificate of an embedded cluster is valid for
+// Config.CertValidity, and no leaf outlives its CA.
+func TestCertValidity(t *testing.T) {
+	dir := t.TempDir()
+	f := pkiPaths(dir)
+	cp := &ControlPlane{cfg: Config{CertValidity: 48 * time.Hour}}
+	start := time.Now()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.writePKI(f); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{f.ca, f.etcdCA, f.frontProxyCA, f.apiServingCert, f.kcmServingCert, f.etcdServerCert, f.apiEtcdClientCert, f.proxyClientCert} {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		block, _ := pem.Decode(data)
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cert.NotAfter.Sub(start); d < 48*time.Hour-time.Minute || d > 48*time.Hour+time.Minute {
+			t.Errorf("%s: valid for %s after start, want 48h", filepath.Base(p), d)
+		}
+	}
+	admin, err := cp.ca.Issue(CertRequest{CommonName: "admin", Client: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if admin.Cert.NotAfter.After(cp.ca.Cert.NotAfter) {
+		t.Errorf("leaf valid until %s, past its CA's %s", admin.Cert.NotAfter, cp.ca.Cert.NotAfter)
+	}
+	if _, err := NewCA("x", 0); err == nil {
+		t.Error("NewCA with zero validity succeeded")
+	}
+	if got := (Config{}).Default().CertValidity; got != DefaultCertValidity || got < 7*24*time.Hour {
+		t.Errorf("default CertValidity %s, want a week", got)
 	}
 }

@@ -116,9 +116,10 @@ var (
 	varRE         = regexp.MustCompile(`\$\{([^}]*)\}`)
 )
 
-// ReadFile reads and decodes a subject file; see DecodeFile.
+// ReadFile reads and decodes a subject file (at most
+// scenarios.MaxInputFileSize bytes); see DecodeFile.
 func ReadFile(p string, lookup Lookup) (*File, error) {
-	data, err := os.ReadFile(p)
+	data, err := scenarios.ReadInputFile(p, scenarios.MaxInputFileSize)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,96 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bootproof/bootproof/scenarios"
+)
+
+// kubeconfigFor writes a kubeconfig whose server is https://addr.
+func kubeconfigFor(t *testing.T, addr string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	data := `apiVersion: v1
+kind: Config
+clusters:
+- cluster: {server: "https://` + addr + `", insecure-skip-tls-verify: true}
+  name: c
+contexts:
+- context: {cluster: c, user: u}
+  name: x
+current-context: x
+users:
+- name: u
+  user: {token: t}
+`
+	if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// closedPort returns a loopback address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// TestKubeconfigPointingNowhere: a kubeconfig whose server does not
+// answer (a closed loopback port; a listener that accepts and never
+// answers) is refused within the probe's bound, with a one-line
+// InputError about the Kubeconfig that names the server.
+func TestKubeconfigPointingNowhere(t *testing.T) {
+	old := probeTimeout
+	probeTimeout = time.Second
+	t.Cleanup(func() { probeTimeout = old })
+
+	hang, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hang.Close()
+	go func() {
+		var held []net.Conn // accepted, never answered
+		for {
+			c, err := hang.Accept()
+			if err != nil {
+				for _, c := range held {
+					c.Close()
+				}
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	for name, addr := range map[string]string{"closed port": closedPort(t), "silent server": hang.Addr().String()} {
+		t.Run(name, func(t *testing.T) {
+			path := kubeconfigFor(t, addr)
+			start := time.Now()
+			_, err := NewKubeconfig(context.Background(), path, 10*time.Second, false)
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("took %s, want about the probe bound of 1s", took)
+			}
+			var ie *scenarios.InputError
+			if !errors.As(err, &ie) || ie.Field != "Kubeconfig" || ie.Value != path {
+				t.Fatalf("error %v, want an InputError about the Kubeconfig %s", err, path)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, "https://"+addr) || !strings.Contains(msg, "did not answer within 1s") || strings.Contains(msg, "\n") {
+				t.Errorf("message %q", msg)
+			}
+		})
+	}
+}
