@@ -39,8 +39,10 @@ func DefaultControlSocket() string {
 }
 
 // controlDirPattern names the private directories ListenControl makes
-// under os.TempDir() when no path is given.
-func controlDirPattern() string { return "bootproof-nodes-" + strconv.Itoa(os.Getuid()) + "-" }
+// under os.TempDir() when no path is given: bootproof-nodes-<pid>-<random>,
+// the form harness/shutdown's sweep knows, so the directory of a fleet
+// that was killed is removed by the next run or 'bootproof cleanup'.
+func controlDirPattern() string { return "bootproof-nodes-" + strconv.Itoa(os.Getpid()) + "-" }
 
 // controlSocketName is the socket's name in such a directory.
 const controlSocketName = "control.sock"
@@ -52,7 +54,7 @@ func FindControlSocket() (string, error) {
 	if p := DefaultControlSocket(); p != "" {
 		return p, nil
 	}
-	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), controlDirPattern()+"*", controlSocketName))
+	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), "bootproof-nodes-*", controlSocketName))
 	var found []string
 	for _, m := range matches {
 		if privateDir(filepath.Dir(m)) {

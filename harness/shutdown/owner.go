@@ -137,6 +137,9 @@ func SweepTempDirs(dir string) ([]string, error) {
 			continue
 		}
 		pid, _ := strconv.Atoi(m[2])
+		if pid <= 1 {
+			continue // not a pid TempDir writes (an older form named by uid)
+		}
 		info, err := e.Info()
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
