@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	"sigs.k8s.io/yaml"
+
+	"github.com/bootproof/bootproof/harness/shutdown"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -78,5 +82,43 @@ func TestGraceFromArgs(t *testing.T) {
 		if d != tc.want || ok != tc.ok || (err != nil) != tc.err {
 			t.Errorf("graceFromArgs(%v) = %s, %v, %v", tc.args, d, ok, err)
 		}
+	}
+}
+
+// fakeKind is a kind provider's cluster list.
+type fakeKind struct {
+	names   []string
+	deleted []string
+}
+
+func (f *fakeKind) List() ([]string, error) { return f.names, nil }
+func (f *fakeKind) Delete(name, _ string) error {
+	f.deleted = append(f.deleted, name)
+	return nil
+}
+
+// SweepKind deletes only the clusters of runs that are gone.
+func TestSweepKind(t *testing.T) {
+	c := exec.Command("true")
+	if err := c.Run(); err != nil {
+		t.Fatal(err)
+	}
+	self := shutdown.Self()
+	mine := KindOwnedName()
+	dead := fmt.Sprintf("bootproof-%d-%d", c.Process.Pid, 12345)
+	reused := fmt.Sprintf("bootproof-%d-%d", self.PID, self.Start+1)
+	f := &fakeKind{names: []string{"kind", "bootproof", mine, dead, reused, "bootproof-1-x"}}
+	removed, err := SweepKind(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{dead, reused}; !slices.Equal(removed, want) || !slices.Equal(f.deleted, want) {
+		t.Errorf("removed %v, deleted %v; want %v", removed, f.deleted, want)
+	}
+	if got := (KindConfig{}).defaults().Name; got != mine {
+		t.Errorf("default name %q, want %q", got, mine)
+	}
+	if got := (KindConfig{Retain: true}).defaults().Name; got != "bootproof" {
+		t.Errorf("retained cluster's default name %q", got)
 	}
 }

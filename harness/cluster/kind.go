@@ -7,14 +7,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"time"
 
-	"github.com/bootproof/bootproof/scenarios"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 	"sigs.k8s.io/yaml"
+
+	"github.com/bootproof/bootproof/harness/shutdown"
+	"github.com/bootproof/bootproof/scenarios"
 )
 
 // DefaultKindImage is the kind node image bootproof pins: Kubernetes
@@ -23,7 +26,8 @@ const DefaultKindImage = "kindest/node:v1.37.0@sha256:a1ed56cfb0e7b93589bdf97c8c
 
 // KindConfig configures a kind cluster.
 type KindConfig struct {
-	// Name of the cluster; default "bootproof".
+	// Name of the cluster; default KindOwnedName() (a retained cluster:
+	// "bootproof").
 	Name string
 	// Image is the node image; default DefaultKindImage.
 	Image string
@@ -42,8 +46,12 @@ type KindConfig struct {
 }
 
 func (c KindConfig) defaults() KindConfig {
-	if c.Name == "" {
-		c.Name = "bootproof"
+	switch {
+	case c.Name != "":
+	case c.Retain:
+		c.Name = "bootproof" // kept on purpose: never swept
+	default:
+		c.Name = KindOwnedName()
 	}
 	if c.Image == "" {
 		c.Image = DefaultKindImage
@@ -162,15 +170,13 @@ func StartKind(ctx context.Context, cfg KindConfig) (_ *Kind, retErr error) {
 		return nil, err
 	}
 	provider := kindcluster.NewProvider()
-	f, err := os.CreateTemp("", "bootproof-kind-*.kubeconfig")
+	// The kubeconfig's directory is named for this process: swept if it
+	// is killed (shutdown.SweepTempDirs), as is the cluster (SweepKind).
+	dir, err := shutdown.TempDir("kind")
 	if err != nil {
 		return nil, err
 	}
-	f.Close()
-	if err := os.Chmod(f.Name(), 0o600); err != nil {
-		return nil, err
-	}
-	k := &Kind{cfg: cfg, provider: provider, kubeconfig: f.Name()}
+	k := &Kind{cfg: cfg, provider: provider, kubeconfig: filepath.Join(dir, "kubeconfig")}
 	defer func() {
 		if retErr != nil {
 			if err := k.Stop(true); err != nil {
@@ -243,6 +249,60 @@ func (k *Kind) Stop(failed bool) error {
 			errs = append(errs, fmt.Errorf("delete kind cluster %s: %w", k.cfg.Name, err))
 		}
 	}
-	_ = os.Remove(k.kubeconfig)
+	_ = os.RemoveAll(filepath.Dir(k.kubeconfig))
 	return errors.Join(errs...)
+}
+
+// KindOwnedName is the name of a kind cluster this process creates:
+// bootproof-<pid>-<start ticks>, so SweepKind can tell when its run is
+// gone.
+func KindOwnedName() string {
+	o := shutdown.Self()
+	return fmt.Sprintf("bootproof-%d-%d", o.PID, o.Start)
+}
+
+var kindOwnedName = regexp.MustCompile(`^bootproof-([0-9]+)-([0-9]+)$`)
+
+// KindClusters is the part of kind's cluster.Provider SweepKind uses.
+type KindClusters interface {
+	List() ([]string, error)
+	Delete(name, explicitKubeconfigPath string) error
+}
+
+// SweepKind deletes the kind clusters that runs created and could not
+// delete because they were killed (KindOwnedName, owner gone); clusters
+// of live runs, retained ones and everyone else's stay.
+func SweepKind(p KindClusters) ([]string, error) {
+	names, err := p.List()
+	if err != nil {
+		return nil, fmt.Errorf("list kind clusters: %w", err)
+	}
+	var removed []string
+	var errs []error
+	for _, n := range names {
+		m := kindOwnedName.FindStringSubmatch(n)
+		if m == nil {
+			continue
+		}
+		o, err := shutdown.ParseOwner(m[1] + "/" + m[2])
+		if err != nil || o.Alive() {
+			continue
+		}
+		if err := p.Delete(n, ""); err != nil {
+			errs = append(errs, fmt.Errorf("delete kind cluster %s of a dead run: %w", n, err))
+			continue
+		}
+		removed = append(removed, n)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// SweepKindClusters runs SweepKind with kind's own provider, when a
+// container engine answers (nil, nil when none does: there can be no
+// kind cluster).
+func SweepKindClusters(ctx context.Context) ([]string, error) {
+	if KindPreflight(ctx) != nil {
+		return nil, nil
+	}
+	return SweepKind(kindcluster.NewProvider())
 }
