@@ -58,9 +58,9 @@ func NMCSpecModules(namespace, kernelVersion string, mods []Module) ([]any, erro
 	for _, m := range mods {
 		e := nmcModule{
 			Name: m.Name, Namespace: namespace, ServiceAccountName: WorkerServiceAccount,
-			// Simulated nodes are tainted in a shared cluster; the
+			// Simulated nodes are tainted NoSchedule and NoExecute; the
 			// worker pods must still run there.
-			Tolerations: []corev1.Toleration{{Key: SimulatedTaintKey, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+			Tolerations: SimulatedTolerations(),
 			Config: nmcConfig{
 				KernelVersion:   kernelVersion,
 				ContainerImage:  "example.invalid/bootproof/" + m.Name + ":" + kernelVersion,

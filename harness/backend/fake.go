@@ -27,17 +27,13 @@ import (
 // identity.
 type Fake struct {
 	Cluster scenarios.Cluster
-	// Taints go on every simulated node, e.g. SimulatedTaint in a kind
-	// cluster so its own DaemonSets stay off them.
+	// Taints go on every simulated node besides fakes.SimulatedTaints,
+	// which every node carries on every cluster.
 	Taints []corev1.Taint
 
 	rbacOnce sync.Once
 	rbacErr  error
 }
-
-// SimulatedTaint marks simulated nodes in a shared cluster; the engine's
-// NodeModulesConfig entries tolerate it (scenarios.SimulatedTaintKey).
-var SimulatedTaint = corev1.Taint{Key: scenarios.SimulatedTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}
 
 // Name implements scenarios.NodeBackend.
 func (f *Fake) Name() string { return "fake" }

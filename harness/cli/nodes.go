@@ -39,8 +39,10 @@ func newNodesRunCommand(s Streams) *cobra.Command {
 		Use:   "run",
 		Short: "Keep N simulated nodes alive until SIGINT",
 		Long: `Registers N simulated nodes (lightweight kubelets over simulated kernels) with
-the cluster of --kubeconfig and keeps them alive until SIGINT or SIGTERM. The
-nodes act with the kubeconfig's identity, which needs the rights of the
+the cluster of --kubeconfig and keeps them alive until SIGINT or SIGTERM.
+Every node is tainted bootproof.dev/simulated (NoSchedule and NoExecute) and
+fails any pod bound to it that is not a KMM worker; a Node of the same name
+that bootproof did not create is never taken over (exit 2). The nodes act with the kubeconfig's identity, which needs the rights of the
 system:nodes group plus get/list/watch on pods. Drive them with
 'bootproof nodes reboot|restart-kubelet|pause|resume NAME' through the control
 socket.`,
@@ -87,7 +89,13 @@ func nodesRun(ctx context.Context, s Streams, o nodesRunOptions) error {
 	go func() { errs <- fakes.ServeControl(ctx, fleet, o.socket) }()
 	if err := fleet.WaitRegistered(ctx); err != nil {
 		cancel()
-		return withCode(ExitInfra, errors.Join(err, <-errs))
+		<-errs // the fleet's own error, the one WaitRegistered returned
+		<-errs
+		var foreign *fakes.ForeignNodeError
+		if errors.As(err, &foreign) {
+			return withCode(ExitUsage, fmt.Errorf("%w; choose another --prefix", err))
+		}
+		return withCode(ExitInfra, err)
 	}
 	fmt.Fprintf(s.Out, "%d simulated nodes ready (%s%04d...); control socket %s; Ctrl-C stops them\n", o.count, o.prefix, 0, o.socket)
 	var first error

@@ -285,7 +285,7 @@ func (rc *runContext) startCluster(ctx context.Context) (scenarios.Cluster, []co
 			return nil, nil, withCode(ExitInfra, err)
 		}
 		rc.defer_(func() { _ = k.Stop(rc.failed) })
-		return k, []corev1.Taint{backend.SimulatedTaint}, nil
+		return k, nil, nil // fakes.SimulatedTaints keep kind's own pods off the simulated nodes
 	}
 }
 
