@@ -116,7 +116,7 @@ func (c *caseRun) writeNMC(ctx context.Context, node string, create bool) error 
 	}
 	res := c.dyn.Resource(NMCResource)
 	if create {
-		if _, err := res.Create(ctx, NewNMC(node, c.selector(), mods), metav1.CreateOptions{}); err != nil {
+		if _, err := res.Create(ctx, NewNMC(node, c.labels(), mods), metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create NodeModulesConfig %s: %w", node, err)
 		}
 		return nil

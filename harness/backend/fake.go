@@ -16,6 +16,7 @@ import (
 
 	"github.com/bootproof/bootproof/fakes"
 	"github.com/bootproof/bootproof/harness/cluster"
+	"github.com/bootproof/bootproof/harness/runs"
 	"github.com/bootproof/bootproof/scenarios"
 )
 
@@ -50,6 +51,8 @@ func (f *Fake) fleetClient(ctx context.Context) (kubernetes.Interface, error) {
 			return
 		}
 		role, binding := fakes.FleetRBAC(fakes.FleetUser)
+		// Runs share them (fixed names): they go when no run is alive.
+		role.Labels, binding.Labels = runs.SharedLabels(), runs.SharedLabels()
 		if _, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			f.rbacErr = fmt.Errorf("fleet RBAC: %w", err)
 			return

@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/bootproof/bootproof/fakes"
+	"github.com/bootproof/bootproof/harness/runs"
 )
 
 func newNodesCommand(s Streams) *cobra.Command {
@@ -66,11 +66,9 @@ func nodesRun(ctx context.Context, s Streams, o nodesRunOptions) error {
 	if err != nil {
 		return withCode(ExitUsage, fmt.Errorf("--timing: %w", err))
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.kubeconfig
-	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	rc, err := loadKubeconfig(o.kubeconfig)
 	if err != nil {
-		return withCode(ExitUsage, fmt.Errorf("--kubeconfig: %w", err))
+		return withCode(ExitUsage, err)
 	}
 	// Heartbeats must never wait behind client-side throttling.
 	rc.QPS, rc.Burst = float32(50+o.count), 100+2*o.count
@@ -78,7 +76,13 @@ func nodesRun(ctx context.Context, s Streams, o nodesRunOptions) error {
 	if err != nil {
 		return withCode(ExitInfra, err)
 	}
-	fleet, err := fakes.NewFleet(fakes.FleetConfig{Count: o.count, Prefix: o.prefix, Timing: timing, Client: client})
+	run, err := runs.Start(ctx, rc, runs.NewID())
+	if err != nil {
+		return withCode(ExitInfra, err)
+	}
+	// At the end the run's Nodes and Leases go.
+	defer finishRun(s.Err, run)
+	fleet, err := fakes.NewFleet(fakes.FleetConfig{Count: o.count, Prefix: o.prefix, Timing: timing, Client: client, Labels: run.Labels()})
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
@@ -89,8 +93,9 @@ func nodesRun(ctx context.Context, s Streams, o nodesRunOptions) error {
 	go func() { errs <- fakes.ServeControl(ctx, fleet, o.socket) }()
 	if err := fleet.WaitRegistered(ctx); err != nil {
 		cancel()
-		<-errs // the fleet's own error, the one WaitRegistered returned
-		<-errs
+		// Both goroutines end with ctx: the fleet with the error
+		// WaitRegistered returned, the control socket with nil.
+		_, _ = <-errs, <-errs
 		var foreign *fakes.ForeignNodeError
 		if errors.As(err, &foreign) {
 			return withCode(ExitUsage, fmt.Errorf("%w; choose another --prefix", err))

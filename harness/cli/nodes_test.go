@@ -68,6 +68,12 @@ func TestNodesRunAndReboot(t *testing.T) {
 	if _, err := os.Stat(sock); !os.IsNotExist(err) {
 		t.Errorf("control socket left behind (err %v)", err)
 	}
+	// The run deleted its Nodes at its end.
+	for _, n := range []string{"cli-0000", "cli-0001"} {
+		if _, err := admin.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{}); err == nil {
+			t.Errorf("Node %s left after nodes run ended", n)
+		}
+	}
 }
 
 // checkSimulatedNode: a node of 'nodes run' is tainted NoSchedule and
@@ -80,8 +86,8 @@ func checkSimulatedNode(t *testing.T, node *corev1.Node) {
 			t.Errorf("Node %s taints %v: no %s:%s", node.Name, node.Spec.Taints, scenarios.SimulatedTaintKey, eff)
 		}
 	}
-	if node.Labels[scenarios.SimulatedLabel] != "true" {
-		t.Errorf("Node %s labels %v: no %s=true", node.Name, node.Labels, scenarios.SimulatedLabel)
+	if node.Labels[scenarios.SimulatedLabel] != "true" || node.Labels[scenarios.RunLabel] == "" {
+		t.Errorf("Node %s labels %v: want %s=true and a %s", node.Name, node.Labels, scenarios.SimulatedLabel, scenarios.RunLabel)
 	}
 }
 

@@ -31,6 +31,10 @@ type CSRIssuer struct {
 	Admin *rest.Config
 	// Timeout bounds the wait for a certificate; default 1m.
 	Timeout time.Duration
+	// Labels go on every CertificateSigningRequest (the run's label, so a
+	// request a crash left behind is found by 'bootproof cleanup'); set
+	// them before the first identity is issued.
+	Labels map[string]string
 
 	mu    sync.Mutex
 	cache map[string]*rest.Config
@@ -73,7 +77,7 @@ func (c *CSRIssuer) issue(user string, groups []string, signer string) (*rest.Co
 		return nil, fmt.Errorf("certificate request for %s: %w", user, err)
 	}
 	csr := &certificatesv1.CertificateSigningRequest{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "bootproof-"},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "bootproof-", Labels: c.Labels},
 		Spec: certificatesv1.CertificateSigningRequestSpec{
 			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
 			SignerName: signer,
