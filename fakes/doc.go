@@ -9,7 +9,11 @@
 // As the API sees it, it behaves like a kubelet:
 //
 //   - it registers its Node (labels, capacity, addresses, nodeInfo with
-//     bootID and kernelVersion) and posts Ready, MemoryPressure,
+//     bootID and kernelVersion), always labelled scenarios.SimulatedLabel
+//     and tainted SimulatedTaints (NoSchedule and NoExecute), and takes
+//     over an existing Node only if it carries that label (otherwise
+//     Start fails with a *ForeignNodeError: a real node is never taken
+//     over); it posts Ready, MemoryPressure,
 //     DiskPressure and PIDPressure with the kubelet's lastHeartbeatTime /
 //     lastTransitionTime semantics, by strategic-merge patches of status;
 //   - it renews its Lease in kube-node-lease every Timing.RenewInterval
@@ -17,8 +21,10 @@
 //     when it changed (compared with the Node in the API, so a Ready=Unknown
 //     set by the controller manager is overwritten at once) or when
 //     Timing.ReportInterval passed;
-//   - it runs the pods bound to its node; KMM worker pods follow the
-//     upstream worker contract (see below), other pods just run;
+//   - it runs the KMM worker pods bound to its node, which follow the
+//     upstream worker contract (see below); any other pod bound there is
+//     Failed at once (reason SimulatedNodeReason), never reported
+//     Running;
 //   - a reboot stops heartbeats at once, kills running containers, halts
 //     the kernel (every module is gone), and after the downtime boots with a
 //     new boot ID; at startup it finds the Node's old bootID and records a

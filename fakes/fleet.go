@@ -45,6 +45,12 @@ type Fleet struct {
 	kubelets []*Kubelet
 	byName   map[string]*Kubelet
 	started  chan struct{}
+
+	// failed is closed at the first kubelet error (failErr), so
+	// WaitRegistered does not wait for a node that will never register.
+	failed   chan struct{}
+	failOnce sync.Once
+	failErr  error
 }
 
 // NewFleet builds the kubelets; Start runs them.
@@ -71,7 +77,7 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Fleet{cfg: cfg, src: src, byName: map[string]*Kubelet{}, started: make(chan struct{})}
+	f := &Fleet{cfg: cfg, src: src, byName: map[string]*Kubelet{}, started: make(chan struct{}), failed: make(chan struct{})}
 	for i, name := range names {
 		if _, dup := f.byName[name]; dup {
 			return nil, fmt.Errorf("fleet: node name %s given twice", name)
@@ -135,6 +141,7 @@ func (f *Fleet) Start(ctx context.Context) error {
 				release()
 			}()
 			if err := k.Start(ctx); err != nil {
+				f.failOnce.Do(func() { f.failErr = err; close(f.failed) })
 				errs <- err
 				cancel()
 			}
@@ -146,11 +153,14 @@ func (f *Fleet) Start(ctx context.Context) error {
 	return <-errs
 }
 
-// WaitRegistered blocks until every node has registered.
+// WaitRegistered blocks until every node has registered; it returns a
+// kubelet's error (e.g. a *ForeignNodeError) as soon as one failed.
 func (f *Fleet) WaitRegistered(ctx context.Context) error {
 	for _, k := range f.kubelets {
 		select {
 		case <-k.Registered():
+		case <-f.failed:
+			return fmt.Errorf("fleet: %w", f.failErr)
 		case <-ctx.Done():
 			return fmt.Errorf("fleet: node %s not registered: %w", k.NodeName(), ctx.Err())
 		}

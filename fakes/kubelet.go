@@ -40,9 +40,12 @@ type Config struct {
 	// Pods delivers the pods bound to this node. Nil: the kubelet watches
 	// them itself through Client.
 	Pods PodSource
-	// Labels are added to the Node at registration.
+	// Labels are added to the Node at registration, after
+	// scenarios.SimulatedLabel; scenarios.RunLabel, when among them, also
+	// goes on the Lease.
 	Labels map[string]string
-	// Taints are set on the Node at registration.
+	// Taints are set on the Node at registration, after SimulatedTaints
+	// (which every node carries).
 	Taints []corev1.Taint
 	// Capacity of the node; default 4 CPUs, 8Gi, 110 pods.
 	Capacity corev1.ResourceList
@@ -201,7 +204,8 @@ func (k *Kubelet) Stats() Stats {
 }
 
 // Start runs the kubelet until ctx ends: it registers the Node (or takes
-// over an existing one), heartbeats, runs the node's pods and publishes
+// over one a bootproof kubelet created; any other existing Node is a
+// *ForeignNodeError), heartbeats, runs the node's pods and publishes
 // kernel ground truth. It returns nil when ctx ends.
 func (k *Kubelet) Start(ctx context.Context) error {
 	k.log = logr.FromContextOrDiscard(ctx).WithValues("node", k.cfg.NodeName)

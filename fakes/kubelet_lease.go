@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+
+	"github.com/bootproof/bootproof/scenarios"
 )
 
 // The simulated kubelet's Lease: heartbeats and ground truth.
@@ -143,10 +145,15 @@ func (l *leaseKeeper) renew(ctx context.Context, renew bool) error {
 }
 
 // create creates the node's Lease, owned by its Node when the Node is
-// there.
+// there, labelled as the Node is (scenarios.SimulatedLabel, and
+// scenarios.RunLabel when the kubelet has one).
 func (l *leaseKeeper) create(ctx context.Context, now time.Time, truth string) error {
+	labels := map[string]string{scenarios.SimulatedLabel: "true"}
+	if run, ok := l.cfg.Labels[scenarios.RunLabel]; ok {
+		labels[scenarios.RunLabel] = run
+	}
 	lease := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: l.cfg.NodeName, Namespace: corev1.NamespaceNodeLease,
+		ObjectMeta: metav1.ObjectMeta{Name: l.cfg.NodeName, Namespace: corev1.NamespaceNodeLease, Labels: labels,
 			Annotations: map[string]string{GroundTruthAnnotation: truth}},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(l.cfg.NodeName),
 			LeaseDurationSeconds: ptr.To(int32(l.cfg.Timing.LeaseDuration / time.Second)),

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,6 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/bootproof/bootproof/scenarios"
 )
 
 // The simulated kubelet's Node: registration and status.
@@ -85,14 +88,48 @@ func (s *nodeStatus) conditions(old []corev1.NodeCondition, now metav1.Time) []c
 	return conds
 }
 
+// SimulatedTaints are the taints every node of the lightweight kubelet
+// carries, on every cluster: scenarios.SimulatedTaintKey with NoSchedule
+// (nothing is scheduled there) and NoExecute (a pod bound there that does
+// not tolerate it is evicted). The node runs no containers, so nothing but
+// the subject's worker pods (which tolerate both,
+// scenarios.SimulatedTolerations) belongs there.
+func SimulatedTaints() []corev1.Taint {
+	return []corev1.Taint{
+		{Key: scenarios.SimulatedTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule},
+		{Key: scenarios.SimulatedTaintKey, Value: "true", Effect: corev1.TaintEffectNoExecute},
+	}
+}
+
+// ForeignNodeError is returned by Kubelet.Start when a Node of the
+// kubelet's name exists that no bootproof kubelet created (it lacks
+// scenarios.SimulatedLabel): the kubelet never takes over such a Node,
+// which may be a real node of a shared cluster.
+type ForeignNodeError struct {
+	Node string
+}
+
+func (e *ForeignNodeError) Error() string {
+	return fmt.Sprintf("node %s already exists and was not created by bootproof (it lacks label %s=true): refusing to take it over",
+		e.Node, scenarios.SimulatedLabel)
+}
+
 func (s *nodeStatus) newNode(now metav1.Time) *corev1.Node {
 	labels := map[string]string{
 		corev1.LabelHostname: s.cfg.NodeName, corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64",
+		scenarios.SimulatedLabel: "true",
 	}
 	maps.Copy(labels, s.cfg.Labels)
+	labels[scenarios.SimulatedLabel] = "true"
+	taints := SimulatedTaints()
+	for _, t := range s.cfg.Taints {
+		if !slices.ContainsFunc(taints, func(x corev1.Taint) bool { return x.MatchTaint(&t) }) {
+			taints = append(taints, t)
+		}
+	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: s.cfg.NodeName, Labels: labels},
-		Spec:       corev1.NodeSpec{Taints: s.cfg.Taints},
+		Spec:       corev1.NodeSpec{Taints: taints},
 		Status: corev1.NodeStatus{
 			Capacity: s.cfg.Capacity, Allocatable: s.cfg.Capacity,
 			Addresses:  []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: s.cfg.Address}, {Type: corev1.NodeHostName, Address: s.cfg.NodeName}},
@@ -102,7 +139,8 @@ func (s *nodeStatus) newNode(now metav1.Time) *corev1.Node {
 	}
 }
 
-// register creates the Node, or takes over an existing one: a changed
+// register creates the Node, or takes over an existing one that a
+// bootproof kubelet created (any other is a *ForeignNodeError): a changed
 // boot ID there means the node rebooted, which the kubelet announces with
 // a Rebooted event, as the real kubelet does.
 func (s *nodeStatus) register(ctx context.Context) error {
@@ -122,6 +160,9 @@ func (s *nodeStatus) register(ctx context.Context) error {
 	old, err := nodes.Get(ctx, s.cfg.NodeName, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("register node %s: %w", s.cfg.NodeName, err)
+	}
+	if old.Labels[scenarios.SimulatedLabel] != "true" {
+		return &ForeignNodeError{Node: s.cfg.NodeName}
 	}
 	if prev, cur := old.Status.NodeInfo.BootID, s.cfg.Kernel.BootID(); prev != "" && prev != cur {
 		s.event(ctx, old, corev1.EventTypeWarning, "Rebooted", fmt.Sprintf("Node %s has been rebooted, boot id: %s", s.cfg.NodeName, cur))

@@ -18,6 +18,7 @@ import (
 	"github.com/bootproof/bootproof/fakes"
 	"github.com/bootproof/bootproof/harness/controlplane"
 	"github.com/bootproof/bootproof/harness/controlplane/cptest"
+	"github.com/bootproof/bootproof/scenarios"
 )
 
 const (
@@ -379,7 +380,9 @@ func workerPod(name, node, action, config string, policy corev1.RestartPolicy) *
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default",
 			Labels:      map[string]string{fakes.WorkerActionLabel: action},
 			Annotations: map[string]string{fakes.WorkerConfigAnnotation: config}},
-		Spec: corev1.PodSpec{NodeName: node, RestartPolicy: policy,
+		// As the engine's NodeModulesConfigs ask: the node's NoExecute
+		// taint would have kube-controller-manager evict it otherwise.
+		Spec: corev1.PodSpec{NodeName: node, RestartPolicy: policy, Tolerations: scenarios.SimulatedTolerations(),
 			Containers: []corev1.Container{{Name: fakes.WorkerContainerName, Image: "example.invalid/kmod:1",
 				Args: []string{"kmod", strings.ToLower(action), "/etc/kmm-worker/config.yaml"}}}},
 	}
@@ -482,19 +485,22 @@ func TestWorkerContract(t *testing.T) {
 		t.Errorf("kernel mismatch: phase %s message %q", mismatch.Status.Phase, mismatch.Status.Message)
 	}
 
-	// A pod that is not a worker runs; deleting it removes it.
+	// A pod that is not a worker is Failed, never Running (it tolerates
+	// the taints here, so only the kubelet decides); deleting it removes
+	// it.
 	plain := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: "default"},
-		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app", Image: "example.invalid/app"}}}}
+		Spec: corev1.PodSpec{NodeName: "n1", Tolerations: scenarios.SimulatedTolerations(),
+			Containers: []corev1.Container{{Name: "app", Image: "example.invalid/app"}}}}
 	if _, err := e.admin.CoreV1().Pods("default").Create(ctx, plain, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, "plain pod Running", func() error {
+	eventually(t, time.Minute, "plain pod Failed on the simulated node", func() error {
 		p, err := e.admin.CoreV1().Pods("default").Get(ctx, "plain", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		if p.Status.Phase != corev1.PodRunning {
-			return fmt.Errorf("phase %s", p.Status.Phase)
+		if p.Status.Phase != corev1.PodFailed || p.Status.Reason != fakes.SimulatedNodeReason {
+			return fmt.Errorf("phase %s reason %q", p.Status.Phase, p.Status.Reason)
 		}
 		return nil
 	})

@@ -102,7 +102,10 @@ type unitKubelet struct {
 
 // startUnit starts a kubelet for node n1 and waits until it registered
 // and its lease and status loops wait on the clock.
-func startUnit(t *testing.T) *unitKubelet {
+func startUnit(t *testing.T) *unitKubelet { t.Helper(); return startUnitWith(t, nil) }
+
+// startUnitWith is startUnit with the kubelet's Config changed by edit.
+func startUnitWith(t *testing.T, edit func(*fakes.Config)) *unitKubelet {
 	t.Helper()
 	u := &unitKubelet{t: t, clock: &watchedClock{FakeClock: testingclock.NewFakeClock(unitStart)},
 		client: fake.NewSimpleClientset(), pods: &podFeed{}}
@@ -119,8 +122,12 @@ func startUnit(t *testing.T) *unitKubelet {
 	if u.kern, err = fakes.NewSimKernel(fakes.SimKernelConfig{Clock: u.clock}); err != nil {
 		t.Fatal(err)
 	}
-	u.kl, err = fakes.New(fakes.Config{NodeName: "n1", Client: u.client, Kernel: u.kern,
-		Timing: unitTiming(), Pods: u.pods, Clock: u.clock})
+	cfg := fakes.Config{NodeName: "n1", Client: u.client, Kernel: u.kern,
+		Timing: unitTiming(), Pods: u.pods, Clock: u.clock}
+	if edit != nil {
+		edit(&cfg)
+	}
+	u.kl, err = fakes.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

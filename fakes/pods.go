@@ -194,12 +194,17 @@ type podRun struct {
 }
 
 // runPod runs one pod in the current kubelet lifetime. Worker pods apply
-// their action to the kernel and terminate; other pods run until deleted.
-// Containers die with a reboot and restart by the pod's restartPolicy.
+// their action to the kernel and terminate; any other pod is rejected
+// (reject). Containers die with a reboot and restart by the pod's
+// restartPolicy.
 func (r *podRunner) runPod(ctx context.Context, pod *corev1.Pod) {
 	p := &podRun{r: r, ctx: ctx, pod: pod, log: r.log.WithValues("pod", pod.Namespace+"/"+pod.Name),
 		policy: pod.Spec.RestartPolicy}
 	p.action, p.isWorker = isWorkerPod(pod)
+	if !p.isWorker {
+		r.reject(ctx, pod)
+		return
+	}
 	if p.policy == "" {
 		p.policy = corev1.RestartPolicyAlways
 	}
@@ -265,14 +270,9 @@ func (p *podRun) died(c *container, boot string) bool {
 	return p.start(&container{bootID: boot, restarts: c.restarts + 1, last: died})
 }
 
-// finish runs a started container to its end: a worker applies its
-// action after the action latency; any other pod runs until its lifetime
-// ends.
+// finish runs a started worker container to its end: it applies its
+// action after the action latency.
 func (p *podRun) finish(c *container) bool {
-	if !p.isWorker {
-		<-p.ctx.Done() // runs until deleted or the node goes down
-		return false
-	}
 	if !p.r.sleep(p.ctx, c.started.Add(p.r.cfg.Timing.ActionLatency).Sub(p.r.cfg.Clock.Now())) {
 		return false
 	}
@@ -311,6 +311,37 @@ func (p *podRun) backOff(c *container, boot string) bool {
 func terminatedState(c *container) *corev1.ContainerStateTerminated {
 	return &corev1.ContainerStateTerminated{ExitCode: c.exitCode, Reason: c.reason, Message: c.message,
 		StartedAt: metav1.NewTime(c.started), FinishedAt: metav1.NewTime(c.finished)}
+}
+
+// SimulatedNodeReason is the status.reason of a pod that is not a KMM
+// worker and was bound to a node of the lightweight kubelet: it is
+// Failed, never Running, because the node runs no containers.
+const SimulatedNodeReason = "SimulatedNode"
+
+// reject fails a pod that is not a worker, as a real kubelet fails a pod
+// its admission rejects: phase Failed, reason SimulatedNodeReason and a
+// message that says the node is simulated. Reporting it Running would
+// tell its owner something that is not so. A failed post is made again
+// at the next pod sync.
+func (r *podRunner) reject(ctx context.Context, pod *corev1.Pod) {
+	if err := r.link.wait(ctx); err != nil {
+		return
+	}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{
+		"phase": corev1.PodFailed, "reason": SimulatedNodeReason,
+		"message": fmt.Sprintf("node %s is simulated by bootproof: it runs no containers, only KMM worker pods (label %s)",
+			r.cfg.NodeName, WorkerActionLabel),
+	}})
+	if err == nil {
+		_, err = r.cfg.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	}
+	if err == nil || apierrors.IsNotFound(err) || ctx.Err() != nil {
+		return
+	}
+	r.log.Error(err, "fail pod on a simulated node", "pod", pod.Namespace+"/"+pod.Name)
+	r.mu.Lock()
+	delete(r.workers, pod.UID)
+	r.mu.Unlock()
 }
 
 // doAction applies a worker pod's action to the kernel.

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/bootproof/bootproof/fakes"
-	"github.com/bootproof/bootproof/harness/backend"
 	v1beta1 "github.com/bootproof/bootproof/kmm/api/v1beta1"
 	"github.com/bootproof/bootproof/kmm/worker"
 	"github.com/bootproof/bootproof/scenarios"
@@ -38,7 +37,7 @@ func TestContractConstants(t *testing.T) {
 		{"NodeModulesConfig version", map[string]string{
 			"kmm/api/v1beta1.GroupVersion.Version": v1beta1.GroupVersion.Version, "scenarios.NMCResource.Version": scenarios.NMCResource.Version}},
 		{"simulated taint", map[string]string{
-			"scenarios.SimulatedTaintKey": scenarios.SimulatedTaintKey, "backend.SimulatedTaint.Key": backend.SimulatedTaint.Key}},
+			"scenarios.SimulatedTaintKey": scenarios.SimulatedTaintKey, "fakes.SimulatedTaints()[0].Key": fakes.SimulatedTaints()[0].Key, "fakes.SimulatedTaints()[1].Key": fakes.SimulatedTaints()[1].Key}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -45,6 +45,11 @@ type InstallOptions struct {
 	// CRDTimeout bounds the wait for the CRD to be established (default
 	// DefaultCRDTimeout).
 	CRDTimeout time.Duration
+	// CreatedLabels go on each object Install creates, not on one that
+	// was there already (an installer's labels saying "mine, remove me
+	// when done" must never land on somebody else's CRD); an object that
+	// carries them from an earlier Install keeps them.
+	CreatedLabels map[string]string
 }
 
 // CRDObjects returns the embedded NodeModulesConfig CRD.
@@ -119,7 +124,7 @@ func Install(ctx context.Context, cfg *rest.Config, o InstallOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := apply(ctx, c, crds); err != nil {
+	if err := apply(ctx, c, crds, o.CreatedLabels); err != nil {
 		return err
 	}
 	timeout := o.CRDTimeout
@@ -135,11 +140,14 @@ func Install(ctx context.Context, cfg *rest.Config, o InstallOptions) error {
 	if err != nil {
 		return err
 	}
-	return apply(ctx, c, rbac)
+	return apply(ctx, c, rbac, o.CreatedLabels)
 }
 
-func apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) error {
+func apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructured, created map[string]string) error {
 	for _, u := range objs {
+		if err := labelCreated(ctx, c, u, created); err != nil {
+			return err
+		}
 		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
 			where := u.GetName()
 			if ns := u.GetNamespace(); ns != "" {
@@ -148,6 +156,35 @@ func apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 			return fmt.Errorf("install kmm: apply %s %s: %w", u.GetKind(), where, err)
 		}
 	}
+	return nil
+}
+
+// labelCreated sets labels on u when its object does not exist yet, and
+// keeps those of them the existing object carries (server-side apply
+// would remove a label this field manager set before and no longer
+// applies).
+func labelCreated(ctx context.Context, c client.Client, u *unstructured.Unstructured, labels map[string]string) error {
+	if len(labels) == 0 {
+		return nil
+	}
+	cur := &unstructured.Unstructured{}
+	cur.SetGroupVersionKind(u.GroupVersionKind())
+	err := c.Get(ctx, client.ObjectKeyFromObject(u), cur)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("install kmm: get %s %s: %w", u.GetKind(), u.GetName(), err)
+	}
+	l := u.GetLabels()
+	if l == nil {
+		l = map[string]string{}
+	}
+	for k, v := range labels {
+		if err != nil { // not found: it is created now
+			l[k] = v
+		} else if have, ok := cur.GetLabels()[k]; ok {
+			l[k] = have
+		}
+	}
+	u.SetLabels(l)
 	return nil
 }
 

@@ -36,6 +36,10 @@ type Engine struct {
 	// Health, when set, watches the cluster: a fault overlapping a case
 	// makes it an error.
 	Health *HealthMonitor
+	// RunID, when set, labels (RunLabel) every object the engine creates
+	// and every node it provisions, so the run can delete them at its end
+	// and a cleanup can find them after a crash.
+	RunID string
 }
 
 // Assertion names.
@@ -231,6 +235,16 @@ func (c *caseRun) assert(name string, ok bool, msg string) {
 }
 
 func (c *caseRun) selector() map[string]string { return map[string]string{CaseLabel: c.id} }
+
+// labels are the labels of the objects the case creates: its selector,
+// and the run's label when the engine has a run ID.
+func (c *caseRun) labels() map[string]string {
+	l := c.selector()
+	if c.e.RunID != "" {
+		l[RunLabel] = c.e.RunID
+	}
+	return l
+}
 
 // waitWorkersDone waits up to timeout until no worker pod of the case is
 // pending or running, and records in the trace what is still active.

@@ -63,7 +63,7 @@ func (c *caseRun) setup(ctx context.Context) (SubjectRequest, error) {
 	if c.dyn, err = dynamic.NewForConfig(rc); err != nil {
 		return req, infra("client: %w", err)
 	}
-	if _, err := c.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.ns, Labels: c.selector()}}, metav1.CreateOptions{}); err != nil {
+	if _, err := c.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.ns, Labels: c.labels()}}, metav1.CreateOptions{}); err != nil {
 		return req, infra("create namespace %s: %w", c.ns, err)
 	}
 	if p, ok := c.subj.(Preparer); ok {
@@ -85,7 +85,7 @@ func (c *caseRun) setup(ctx context.Context) (SubjectRequest, error) {
 // boot its kernel is in.
 func (c *caseRun) provision(ctx context.Context) error {
 	var err error
-	c.nodes, err = c.e.Backend.Provision(ctx, ProvisionRequest{Names: c.names, Labels: c.selector(), Timing: c.s.Timing,
+	c.nodes, err = c.e.Backend.Provision(ctx, ProvisionRequest{Names: c.names, Labels: c.labels(), Timing: c.s.Timing,
 		PodLatency: c.s.PodLatency.Resolve(c.grace)})
 	if err != nil {
 		return infra("provision %d %s nodes: %w", len(c.names), c.e.Backend.Name(), err)

@@ -71,7 +71,7 @@ type NMCBuilder struct {
 	Namespace string
 	// KernelVersion is the node's kernel, for every entry's config.
 	KernelVersion string
-	// Labels select the case's objects (the observer's selector).
+	// Labels go on the object: the case's selector and the run's label.
 	Labels map[string]string
 }
 
@@ -81,9 +81,9 @@ func (b NMCBuilder) Entries(mods []Module) []NMCModule {
 	for _, m := range mods {
 		out = append(out, NMCModule{
 			Name: m.Name, Namespace: b.Namespace, ServiceAccountName: WorkerServiceAccount,
-			// Simulated nodes are tainted in a shared cluster; the
+			// Simulated nodes are tainted NoSchedule and NoExecute; the
 			// worker pods must still run there.
-			Tolerations: []corev1.Toleration{{Key: SimulatedTaintKey, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+			Tolerations: SimulatedTolerations(),
 			Config: NMCModuleConfig{
 				KernelVersion:   b.KernelVersion,
 				ContainerImage:  "example.invalid/bootproof/" + m.Name + ":" + b.KernelVersion,
@@ -137,7 +137,7 @@ func ApplySpecAction(mods []Module, a Action) []Module {
 // spec.modules (keeping whatever else the subject wrote).
 func (c *caseRun) writeNMC(ctx context.Context, node string, create bool) error {
 	c.mu.Lock()
-	b := NMCBuilder{Namespace: c.ns, KernelVersion: c.kernel[node], Labels: c.selector()}
+	b := NMCBuilder{Namespace: c.ns, KernelVersion: c.kernel[node], Labels: c.labels()}
 	u, err := b.Build(node, c.spec[node]).Unstructured()
 	c.mu.Unlock()
 	if err != nil {

@@ -22,9 +22,9 @@ func TestNMCBuilder(t *testing.T) {
 	want := `{"apiVersion":"kmm.sigs.x-k8s.io/v1beta1","kind":"NodeModulesConfig","metadata":{"labels":{"` + CaseLabel + `":"abc123"},"name":"n0"},` +
 		`"spec":{"modules":[` +
 		`{"config":{"containerImage":"example.invalid/bootproof/dummy:6.1.0-28-amd64","imagePullPolicy":"IfNotPresent","insecurePull":false,"kernelVersion":"6.1.0-28-amd64","modprobe":{"moduleName":"dummy"}},` +
-		`"name":"dummy","namespace":"bp-abc123","serviceAccountName":"default","tolerations":[{"effect":"NoSchedule","key":"bootproof.dev/simulated","operator":"Exists"}]},` +
+		`"name":"dummy","namespace":"bp-abc123","serviceAccountName":"default","tolerations":[{"effect":"NoSchedule","key":"bootproof.dev/simulated","operator":"Exists"},{"effect":"NoExecute","key":"bootproof.dev/simulated","operator":"Exists"}]},` +
 		`{"config":{"containerImage":"example.invalid/bootproof/with-order:6.1.0-28-amd64","imagePullPolicy":"IfNotPresent","insecurePull":false,"kernelVersion":"6.1.0-28-amd64","modprobe":{"moduleName":"with_order","modulesLoadingOrder":["with_order","dep"]}},` +
-		`"name":"with-order","namespace":"bp-abc123","serviceAccountName":"default","tolerations":[{"effect":"NoSchedule","key":"bootproof.dev/simulated","operator":"Exists"}]}]}}`
+		`"name":"with-order","namespace":"bp-abc123","serviceAccountName":"default","tolerations":[{"effect":"NoSchedule","key":"bootproof.dev/simulated","operator":"Exists"},{"effect":"NoExecute","key":"bootproof.dev/simulated","operator":"Exists"}]}]}}`
 	if string(got) != want {
 		t.Errorf("NodeModulesConfig\n got %s\nwant %s", got, want)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/bootproof/bootproof/fakes"
 	"github.com/bootproof/bootproof/harness/controlplane"
+	"github.com/bootproof/bootproof/scenarios"
 	"github.com/bootproof/bootproof/vmprovision"
 	"github.com/bootproof/bootproof/vmprovision/agentapi"
 )
@@ -234,7 +235,8 @@ func runWorkerPod(ctx context.Context, t *testing.T, admin kubernetes.Interface,
 			Labels:      map[string]string{fakes.WorkerActionLabel: fakes.ActionLoad},
 			Annotations: map[string]string{fakes.WorkerConfigAnnotation: "kernelVersion: " + kernelVersion + "\nmodprobe:\n  moduleName: " + module + "\n"}},
 		Spec: corev1.PodSpec{NodeName: node, RestartPolicy: corev1.RestartPolicyNever, AutomountServiceAccountToken: new(bool),
-			Containers: []corev1.Container{{Name: fakes.WorkerContainerName, Image: "bootproof.invalid/worker"}}},
+			Tolerations: scenarios.SimulatedTolerations(), // the node's kubelet taints it NoExecute
+			Containers:  []corev1.Container{{Name: fakes.WorkerContainerName, Image: "bootproof.invalid/worker"}}},
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/bootproof/bootproof/fakes"
 	"github.com/bootproof/bootproof/harness/cluster"
+	"github.com/bootproof/bootproof/harness/runs"
 	"github.com/bootproof/bootproof/scenarios"
 )
 
@@ -27,17 +28,13 @@ import (
 // identity.
 type Fake struct {
 	Cluster scenarios.Cluster
-	// Taints go on every simulated node, e.g. SimulatedTaint in a kind
-	// cluster so its own DaemonSets stay off them.
+	// Taints go on every simulated node besides fakes.SimulatedTaints,
+	// which every node carries on every cluster.
 	Taints []corev1.Taint
 
 	rbacOnce sync.Once
 	rbacErr  error
 }
-
-// SimulatedTaint marks simulated nodes in a shared cluster; the engine's
-// NodeModulesConfig entries tolerate it (scenarios.SimulatedTaintKey).
-var SimulatedTaint = corev1.Taint{Key: scenarios.SimulatedTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule}
 
 // Name implements scenarios.NodeBackend.
 func (f *Fake) Name() string { return "fake" }
@@ -54,6 +51,8 @@ func (f *Fake) fleetClient(ctx context.Context) (kubernetes.Interface, error) {
 			return
 		}
 		role, binding := fakes.FleetRBAC(fakes.FleetUser)
+		// Runs share them (fixed names): they go when no run is alive.
+		role.Labels, binding.Labels = runs.SharedLabels(), runs.SharedLabels()
 		if _, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			f.rbacErr = fmt.Errorf("fleet RBAC: %w", err)
 			return

@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/bootproof/bootproof/fakes"
 	"github.com/bootproof/bootproof/harness/cluster"
+	"github.com/bootproof/bootproof/harness/runs"
 	"github.com/bootproof/bootproof/scenarios"
 )
 
@@ -41,8 +41,10 @@ func newNodesRunCommand(s Streams) *cobra.Command {
 		Use:   "run",
 		Short: "Keep N simulated nodes alive until SIGINT",
 		Long: `Registers N simulated nodes (lightweight kubelets over simulated kernels) with
-the cluster of --kubeconfig and keeps them alive until SIGINT or SIGTERM. The
-nodes act with the kubeconfig's identity, which needs the rights of the
+the cluster of --kubeconfig and keeps them alive until SIGINT or SIGTERM.
+Every node is tainted bootproof.dev/simulated (NoSchedule and NoExecute) and
+fails any pod bound to it that is not a KMM worker; a Node of the same name
+that bootproof did not create is never taken over (exit 2). The nodes act with the kubeconfig's identity, which needs the rights of the
 system:nodes group plus get/list/watch on pods. Drive them with
 'bootproof nodes reboot|restart-kubelet|pause|resume NAME' through the control
 socket.`,
@@ -66,11 +68,9 @@ func nodesRun(ctx context.Context, s Streams, o nodesRunOptions) error {
 	if err != nil {
 		return withCode(ExitUsage, fmt.Errorf("--timing: %w", err))
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.kubeconfig
-	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	rc, err := loadKubeconfig(o.kubeconfig)
 	if err != nil {
-		return withCode(ExitUsage, fmt.Errorf("--kubeconfig: %w", err))
+		return withCode(ExitUsage, err)
 	}
 	if err := cluster.ProbeAPIServer(ctx, rc, o.kubeconfig); err != nil {
 		return withCode(ExitUsage, err)
@@ -81,7 +81,13 @@ func nodesRun(ctx context.Context, s Streams, o nodesRunOptions) error {
 	if err != nil {
 		return withCode(ExitInfra, err)
 	}
-	fleet, err := fakes.NewFleet(fakes.FleetConfig{Count: o.count, Prefix: o.prefix, Timing: timing, Client: client})
+	run, err := runs.Start(ctx, rc, runs.NewID())
+	if err != nil {
+		return withCode(ExitInfra, err)
+	}
+	// At the end the run's Nodes and Leases go.
+	defer finishRun(s.Err, run)
+	fleet, err := fakes.NewFleet(fakes.FleetConfig{Count: o.count, Prefix: o.prefix, Timing: timing, Client: client, Labels: run.Labels()})
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
@@ -100,7 +106,14 @@ func nodesRun(ctx context.Context, s Streams, o nodesRunOptions) error {
 	go func() { errs <- sock.Serve(ctx, fleet) }()
 	if err := fleet.WaitRegistered(ctx); err != nil {
 		cancel()
-		return withCode(ExitInfra, errors.Join(err, <-errs))
+		// Both goroutines end with ctx: the fleet with the error
+		// WaitRegistered returned, the control socket with nil.
+		_, _ = <-errs, <-errs
+		var foreign *fakes.ForeignNodeError
+		if errors.As(err, &foreign) {
+			return withCode(ExitUsage, fmt.Errorf("%w; choose another --prefix", err))
+		}
+		return withCode(ExitInfra, err)
 	}
 	fmt.Fprintf(s.Out, "%d simulated nodes ready (%s%04d...); control socket %s; Ctrl-C stops them\n", o.count, o.prefix, 0, sock.Path)
 	var first error

@@ -227,6 +227,10 @@ func (rc *runContext) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	run, err := rc.startRun(ctx, cl)
+	if err != nil {
+		return err
+	}
 	subject.InitLogging(ctx)
 	var subjects []scenarios.Subject
 	for _, name := range rc.o.subjects {
@@ -252,7 +256,7 @@ func (rc *runContext) run(ctx context.Context) error {
 	start := time.Now()
 	prog.start()
 	res := runner.Run(ctx, runner.Config{Cluster: cl, Backend: nodes, Subjects: subjects,
-		Scenarios: rc.plan.scenarios, Parallel: rc.o.parallel, MaxNodes: rc.o.maxNodes, Progress: prog})
+		Scenarios: rc.plan.scenarios, Parallel: rc.o.parallel, MaxNodes: rc.o.maxNodes, Progress: prog, RunID: run.ID})
 	prog.stop()
 	res.Environment = env
 	return rc.report(ctx, dir, res, start)
@@ -295,7 +299,7 @@ func (rc *runContext) startCluster(ctx context.Context) (scenarios.Cluster, []co
 			return nil, nil, withCode(ExitInfra, err)
 		}
 		rc.defer_(func() { _ = k.Stop(rc.failed) })
-		return k, []corev1.Taint{backend.SimulatedTaint}, nil
+		return k, nil, nil // fakes.SimulatedTaints keep kind's own pods off the simulated nodes
 	}
 }
 

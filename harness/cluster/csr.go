@@ -36,6 +36,10 @@ type CSRIssuer struct {
 	// spec.expirationSeconds (the signer may cap it; the API accepts
 	// MinCSRValidity at least). Default DefaultCSRValidity.
 	Validity time.Duration
+	// Labels go on every CertificateSigningRequest (the run's label, so a
+	// request a crash left behind is found by 'bootproof cleanup'); set
+	// them before the first identity is issued.
+	Labels map[string]string
 
 	mu    sync.Mutex
 	cache map[string]*rest.Config
@@ -86,6 +90,7 @@ func (c *CSRIssuer) issue(user string, groups []string, signer string) (*rest.Co
 		return nil, fmt.Errorf("certificate request for %s: %w", user, err)
 	}
 	csr := newCSR(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}), signer, c.Validity)
+	csr.Labels = c.Labels
 	created, err := cs.CertificatesV1().CertificateSigningRequests().Create(ctx, csr, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("certificate signing request for %s: %w", user, err)

@@ -29,6 +29,9 @@ type Config struct {
 	// MaxNodes caps scenario node counts (0: none).
 	MaxNodes int
 	Progress Progress
+	// RunID labels everything the cases create (scenarios.RunLabel); see
+	// package harness/runs.
+	RunID string
 }
 
 // ReadTruth decodes the ground truth the lightweight kubelet (simulated
@@ -47,7 +50,7 @@ func ReadTruth(l *coordinationv1.Lease) (scenarios.Truth, bool, error) {
 
 // Engine returns the scenario engine for cfg.
 func Engine(cfg Config) *scenarios.Engine {
-	return &scenarios.Engine{Cluster: cfg.Cluster, Backend: cfg.Backend, ReadTruth: ReadTruth, MaxNodes: cfg.MaxNodes}
+	return &scenarios.Engine{Cluster: cfg.Cluster, Backend: cfg.Backend, ReadTruth: ReadTruth, MaxNodes: cfg.MaxNodes, RunID: cfg.RunID}
 }
 
 // ClusterWide is the optional capability of a subject that acts on the

@@ -12,6 +12,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/bootproof/bootproof/harness/cluster"
+	"github.com/bootproof/bootproof/harness/runs"
 	"github.com/bootproof/bootproof/kmm"
 	"github.com/bootproof/bootproof/scenarios"
 )
@@ -66,7 +67,10 @@ func (k *KMM) CanPause() error { return nil }
 
 // Prepare installs the CRD and the RBAC manifest for the case's namespace.
 func (k *KMM) Prepare(ctx context.Context, req scenarios.SubjectRequest) error {
-	if err := kmm.Install(ctx, k.Cluster.RESTConfig(), kmm.InstallOptions{WorkerNamespaces: []string{req.Namespace}, LeaderElectionNamespace: req.Namespace}); err != nil {
+	if err := kmm.Install(ctx, k.Cluster.RESTConfig(), kmm.InstallOptions{WorkerNamespaces: []string{req.Namespace}, LeaderElectionNamespace: req.Namespace,
+		// Shared by runs; removed when no run is alive, and only if this
+		// install created them.
+		CreatedLabels: runs.SharedLabels()}); err != nil {
 		return fmt.Errorf("install kmm: %w", err)
 	}
 	return nil

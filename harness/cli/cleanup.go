@@ -1,0 +1,99 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bootproof/bootproof/harness/cluster"
+	"github.com/bootproof/bootproof/harness/runs"
+	"github.com/bootproof/bootproof/scenarios"
+)
+
+// finishTimeout bounds a run's own cleanup at its end.
+const finishTimeout = time.Minute
+
+type cleanupOptions struct {
+	kubeconfig string
+	dryRun     bool
+}
+
+func newCleanupCommand(s Streams) *cobra.Command {
+	o := cleanupOptions{}
+	cmd := &cobra.Command{
+		Use:   "cleanup",
+		Short: "Delete what dead bootproof runs left on a cluster",
+		Long: `Deletes from the cluster of --kubeconfig every object a bootproof run created
+(label ` + scenarios.RunLabel + `=<run ID>: Nodes and their Leases, case
+namespaces, NodeModulesConfigs, CSRs, RBAC) whose run is no longer alive, and
+the objects bootproof installed for all runs (label ` + runs.SharedLabel + `=true: the
+NodeModulesConfig CRD and cluster roles, only where bootproof created them)
+when no run is alive. Objects without these labels are never touched.
+
+A run is alive while it renews its Lease ` + runs.LeasePrefix + `<run ID> in namespace
+` + runs.LeaseNamespace + ` (every ` + runs.RenewInterval.String() + `); it counts as dead ` + runs.LeaseDuration.String() + ` after its last
+renewal, or when it has no Lease. A run deletes its own objects when it ends;
+cleanup is for runs that were killed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cleanup(cmd.Context(), s, o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default $KUBECONFIG, then ~/.kube/config)")
+	f.BoolVar(&o.dryRun, "dry-run", false, "list what would be deleted, delete nothing")
+	// Extension point: a --libvirt-uri flag adds a runs.Cleaner for the
+	// domains and volumes of dead runs to the call below.
+	return cmd
+}
+
+func cleanup(ctx context.Context, s Streams, o cleanupOptions) error {
+	rc, err := loadKubeconfig(o.kubeconfig)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	var cleaners []runs.Cleaner
+	deleted, err := runs.Cleanup(ctx, rc, runs.Options{DryRun: o.dryRun}, cleaners...)
+	verb := "deleted"
+	if o.dryRun {
+		verb = "would delete"
+	}
+	for _, d := range deleted {
+		fmt.Fprintf(s.Out, "%s %s\n", verb, d)
+	}
+	fmt.Fprintf(s.Out, "%s %d objects\n", verb, len(deleted))
+	if err != nil {
+		return withCode(ExitInfra, err)
+	}
+	return nil
+}
+
+// startRun gives the run on cl its ID and Lease (package harness/runs),
+// labels the CSRs its issuer makes, and registers the run's own cleanup:
+// at the end it deletes what it labelled.
+func (rc *runContext) startRun(ctx context.Context, cl scenarios.Cluster) (*runs.Run, error) {
+	run, err := runs.Start(ctx, cl.RESTConfig(), runs.NewID())
+	if err != nil {
+		return nil, withCode(ExitInfra, err)
+	}
+	if iss, ok := cluster.IssuerOf(cl).(*cluster.CSRIssuer); ok {
+		iss.Labels = run.Labels()
+	}
+	fmt.Fprintf(rc.s.Err, "run %s: its objects carry label %s=%s\n", run.ID, scenarios.RunLabel, run.ID)
+	rc.defer_(func() { finishRun(rc.s.Err, run) })
+	return run, nil
+}
+
+// finishRun deletes what run labelled, and says so.
+func finishRun(w io.Writer, run *runs.Run) {
+	ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
+	defer cancel()
+	deleted, err := run.Finish(ctx)
+	if len(deleted) > 0 {
+		fmt.Fprintf(w, "run %s: deleted %d objects it left\n", run.ID, len(deleted))
+	}
+	if err != nil {
+		fmt.Fprintf(w, "run %s: cleanup: %v ('bootproof cleanup' deletes the rest once the run's lease expired)\n", run.ID, err)
+	}
+}

@@ -1,0 +1,171 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/bootproof/bootproof/scenarios"
+)
+
+// Kinds are the resources a run's objects may be of, in the order they
+// are deleted: what lives in a namespace or on a node first, the
+// NodeModulesConfig CRD last (it takes every NodeModulesConfig with it).
+var Kinds = []schema.GroupVersionResource{
+	scenarios.NMCResource,
+	{Version: "v1", Resource: "nodes"},
+	{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"},
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"},
+	{Group: "certificates.k8s.io", Version: "v1", Resource: "certificatesigningrequests"},
+	{Version: "v1", Resource: "namespaces"},
+	{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"},
+}
+
+// Options choose what Cleanup deletes.
+type Options struct {
+	// Only, when set, deletes run Only's objects whether it is alive or
+	// not (a run's own end), and the shared objects when no other run is
+	// alive. Empty: every dead run's objects, and the shared objects when
+	// no run is alive.
+	Only string
+	// DryRun lists what would be deleted and deletes nothing.
+	DryRun bool
+	// Now is the time liveness is judged at; default time.Now.
+	Now func() time.Time
+}
+
+// Deleted is one object Cleanup deleted (or, with DryRun, would delete).
+type Deleted struct {
+	Resource  string // e.g. nodes, leases.coordination.k8s.io
+	Namespace string
+	Name      string
+	// Run is the run the object belonged to; empty for a shared object.
+	Run string
+}
+
+func (d Deleted) String() string {
+	name := d.Name
+	if d.Namespace != "" {
+		name = d.Namespace + "/" + name
+	}
+	owner := "shared"
+	if d.Run != "" {
+		owner = "run " + d.Run
+	}
+	return fmt.Sprintf("%s %s (%s)", d.Resource, name, owner)
+}
+
+// Cleaner cleans what runs left outside the cluster (e.g. libvirt
+// domains and volumes named or tagged with a run ID). Clean deletes what
+// belongs to runs for which alive is false and returns it.
+type Cleaner interface {
+	Name() string
+	Clean(ctx context.Context, alive func(run string) bool) ([]Deleted, error)
+}
+
+// Cleanup deletes the objects of dead runs (or of run o.Only) from the
+// cluster of cfg, and the shared objects when no run (other than o.Only)
+// is alive; then each Cleaner cleans outside the cluster with the same
+// liveness. A resource the cluster does not serve (no NodeModulesConfig
+// CRD) is skipped; every other error is returned after the rest was
+// tried.
+func Cleanup(ctx context.Context, cfg *rest.Config, o Options, cleaners ...Cleaner) ([]Deleted, error) {
+	now := time.Now
+	if o.Now != nil {
+		now = o.Now
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	live, err := alive(ctx, cs, now())
+	if err != nil {
+		return nil, err
+	}
+	isAlive := func(run string) bool { return live[run] && run != o.Only }
+	doomed := func(run string) bool { return run == o.Only || (o.Only == "" && !live[run]) }
+	anyAlive := false
+	for run := range live {
+		anyAlive = anyAlive || run != o.Only
+	}
+	var out []Deleted
+	var errs []error
+	for _, gvr := range Kinds {
+		d, err := sweep(ctx, dyn, gvr, doomed, !anyAlive, o.DryRun)
+		out = append(out, d...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, c := range cleaners {
+		d, err := c.Clean(ctx, isAlive)
+		out = append(out, d...)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", c.Name(), err))
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// sweep deletes the objects of gvr that belong to a doomed run, and the
+// shared ones when shared is set.
+func sweep(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, doomed func(string) bool, shared, dryRun bool) ([]Deleted, error) {
+	res := gvr.Resource
+	if gvr.Group != "" {
+		res += "." + gvr.Group
+	}
+	var out []Deleted
+	var errs []error
+	for _, sel := range []string{scenarios.RunLabel, SharedLabel + "=true"} {
+		if sel != scenarios.RunLabel && !shared {
+			continue
+		}
+		list, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			return out, nil // not served here
+		}
+		if err != nil {
+			return out, fmt.Errorf("list %s: %w", res, err)
+		}
+		for _, u := range list.Items {
+			run := u.GetLabels()[scenarios.RunLabel]
+			if sel == scenarios.RunLabel && !doomed(run) {
+				continue
+			}
+			if u.GetDeletionTimestamp() != nil {
+				continue
+			}
+			d := Deleted{Resource: res, Namespace: u.GetNamespace(), Name: u.GetName(), Run: run}
+			if !dryRun {
+				err := dyn.Resource(gvr).Namespace(u.GetNamespace()).Delete(ctx, u.GetName(), metav1.DeleteOptions{
+					Preconditions: &metav1.Preconditions{UID: ptr.To(u.GetUID())}})
+				if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+					continue
+				}
+				if err != nil {
+					errs = append(errs, fmt.Errorf("delete %s: %w", d, err))
+					continue
+				}
+			}
+			out = append(out, d)
+		}
+	}
+	return out, errors.Join(errs...)
+}
