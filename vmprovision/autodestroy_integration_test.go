@@ -92,7 +92,7 @@ func TestLibvirtKilledOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer hv.Close()
-	defer func() { _, _ = hv.Sweep(name, func(string) bool { return true }) }()
+	defer func() { _, _ = hv.Sweep(name, func(string, string) bool { return true }) }()
 
 	child := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestHelperHoldDomain$", "-test.v")
 	child.Env = append(os.Environ(), envHoldDomain+"="+name, "KERNEL="+kernel.Vmlinuz(), "INITRD="+initrd, "SERIAL="+filepath.Join(dir, "serial.log"))
@@ -136,7 +136,7 @@ func TestLibvirtKilledOwner(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	dead := func(desc string) bool {
+	dead := func(_, desc string) bool {
 		pid, err := strconv.Atoi(strings.TrimPrefix(desc, "owner "))
 		return err == nil && syscall.Kill(pid, 0) != nil
 	}

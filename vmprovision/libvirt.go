@@ -97,7 +97,7 @@ func (l *Libvirt) Cleanup(prefix string) ([]string, error) {
 // run killed before its cleanup: its domains were stopped by libvirt
 // when its connection went, see Start, but stay defined). Domains of live
 // runs are kept.
-func (l *Libvirt) Sweep(prefix string, dead func(description string) bool) ([]string, error) {
+func (l *Libvirt) Sweep(prefix string, dead func(name, description string) bool) ([]string, error) {
 	doms, err := l.conn.ListAllDomains(0)
 	if err != nil {
 		return nil, fmt.Errorf("list domains: %w", err)
@@ -117,7 +117,7 @@ func (l *Libvirt) Sweep(prefix string, dead func(description string) bool) ([]st
 			_ = d.Free()
 			continue
 		}
-		if dead(desc) {
+		if dead(name, desc) {
 			_ = d.Destroy()
 			if err := d.Undefine(); err != nil {
 				errs = append(errs, fmt.Errorf("undefine %s: %w", name, err))

@@ -31,5 +31,8 @@ func StartLibvirt(context.Context, scenarios.Cluster, LibvirtConfig) (*Libvirt, 
 // Close does nothing.
 func (l *Libvirt) Close() error { return nil }
 
+// SweepLibvirt fails: the binary was built without the libvirt tag.
+func SweepLibvirt(string, bool) ([]string, error) { return nil, errNoLibvirt }
+
 // CleanupLibvirt fails: the binary was built without the libvirt tag.
 func CleanupLibvirt(string, string) ([]string, error) { return nil, errNoLibvirt }

@@ -75,7 +75,7 @@ func StartLibvirt(ctx context.Context, cl scenarios.Cluster, cfg LibvirtConfig) 
 	}
 	// The domains of runs that were killed (stopped by libvirt when
 	// their connection went, still defined) go first.
-	if swept, err := hv.Sweep("bootproof-", domainOwnerDead); err != nil || len(swept) > 0 {
+	if swept, err := hv.Sweep("bootproof-", ownerDead); err != nil || len(swept) > 0 {
 		log.Info("removed the domains of dead runs", "domains", swept, "error", err)
 	}
 	defer func() {
@@ -135,6 +135,31 @@ func (l *Libvirt) Close() error {
 	return errors.Join(err, l.hv.Close())
 }
 
+// ownerDead is domainOwnerDead for Libvirt.Sweep.
+func ownerDead(_, description string) bool { return domainOwnerDead(description) }
+
+// SweepLibvirt destroys and undefines the bootproof domains of runs whose
+// process is gone and returns their names; with dryRun it only returns
+// them.
+func SweepLibvirt(uri string, dryRun bool) ([]string, error) {
+	hv, err := vmprovision.ConnectLibvirt(uri)
+	if err != nil {
+		return nil, err
+	}
+	defer hv.Close()
+	if !dryRun {
+		return hv.Sweep("bootproof-", ownerDead)
+	}
+	var dead []string
+	_, err = hv.Sweep("bootproof-", func(name, desc string) bool {
+		if domainOwnerDead(desc) {
+			dead = append(dead, name)
+		}
+		return false
+	})
+	return dead, err
+}
+
 // CleanupLibvirt destroys and undefines the bootproof domains (names
 // starting with prefix, default "bootproof-") of runs whose process is
 // gone; the domains of runs still going are kept.
@@ -147,5 +172,5 @@ func CleanupLibvirt(uri, prefix string) ([]string, error) {
 		return nil, err
 	}
 	defer hv.Close()
-	return hv.Sweep(prefix, domainOwnerDead)
+	return hv.Sweep(prefix, ownerDead)
 }

@@ -2,14 +2,17 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/bootproof/bootproof/harness/backend"
 	"github.com/bootproof/bootproof/harness/cluster"
 	"github.com/bootproof/bootproof/harness/runs"
+	"github.com/bootproof/bootproof/harness/shutdown"
 	"github.com/bootproof/bootproof/scenarios"
 )
 
@@ -19,6 +22,8 @@ const finishTimeout = time.Minute
 type cleanupOptions struct {
 	kubeconfig string
 	dryRun     bool
+	localOnly  bool
+	libvirtURI string
 }
 
 func newCleanupCommand(s Streams) *cobra.Command {
@@ -33,6 +38,13 @@ the objects bootproof installed for all runs (label ` + runs.SharedLabel + `=tru
 NodeModulesConfig CRD and cluster roles, only where bootproof created them)
 when no run is alive. Objects without these labels are never touched.
 
+On this host it also removes what killed runs left outside the cluster: their
+temporary directories (the embedded control plane's keys and kubeconfigs, a
+subject's kubeconfig, a fleet's control socket: ` + "`bootproof-<kind>-<pid>-*`" + ` in
+$TMPDIR), the kind clusters they created (` + "`bootproof-<pid>-<start>`" + `), and
+with --libvirt-uri their libvirt domains. These belong to a process, not a
+Lease: they are removed once that process is gone.
+
 A run is alive while it renews its Lease ` + runs.LeasePrefix + `<run ID> in namespace
 ` + runs.LeaseNamespace + ` (every ` + runs.RenewInterval.String() + `); it counts as dead ` + runs.LeaseDuration.String() + ` after its last
 renewal, or when it has no Lease. A run deletes its own objects when it ends;
@@ -43,30 +55,60 @@ cleanup is for runs that were killed.`,
 	f := cmd.Flags()
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default $KUBECONFIG, then ~/.kube/config)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "list what would be deleted, delete nothing")
-	// Extension point: a --libvirt-uri flag adds a runs.Cleaner for the
-	// domains and volumes of dead runs to the call below.
+	f.BoolVar(&o.localOnly, "local-only", false, "only this host's leftovers (temporary directories, kind clusters, libvirt domains); no cluster objects")
+	f.StringVar(&o.libvirtURI, "libvirt-uri", "", "also remove the libvirt domains of dead runs on this connection (e.g. qemu:///system)")
 	return cmd
 }
 
 func cleanup(ctx context.Context, s Streams, o cleanupOptions) error {
-	rc, err := loadKubeconfig(o.kubeconfig)
-	if err != nil {
-		return withCode(ExitUsage, err)
+	if o.localOnly && o.kubeconfig != "" {
+		return withCode(ExitUsage, errors.New("--local-only and --kubeconfig: give one (--local-only touches no cluster)"))
 	}
-	var cleaners []runs.Cleaner
-	deleted, err := runs.Cleanup(ctx, rc, runs.Options{DryRun: o.dryRun}, cleaners...)
 	verb := "deleted"
 	if o.dryRun {
 		verb = "would delete"
 	}
-	for _, d := range deleted {
-		fmt.Fprintf(s.Out, "%s %s\n", verb, d)
+	errs := []error{cleanupLocal(ctx, s, o, verb)}
+	if !o.localOnly {
+		rc, err := loadKubeconfig(o.kubeconfig)
+		if err != nil {
+			return withCode(ExitUsage, fmt.Errorf("%w (or --local-only for this host's leftovers alone)", err))
+		}
+		deleted, err := runs.Cleanup(ctx, rc, runs.Options{DryRun: o.dryRun})
+		for _, d := range deleted {
+			fmt.Fprintf(s.Out, "%s %s\n", verb, d)
+		}
+		fmt.Fprintf(s.Out, "%s %d objects\n", verb, len(deleted))
+		errs = append(errs, err)
 	}
-	fmt.Fprintf(s.Out, "%s %d objects\n", verb, len(deleted))
-	if err != nil {
+	if err := errors.Join(errs...); err != nil {
 		return withCode(ExitInfra, err)
 	}
 	return nil
+}
+
+// cleanupLocal removes this host's leftovers of dead processes: temporary
+// directories, kind clusters and (with --libvirt-uri) libvirt domains.
+func cleanupLocal(ctx context.Context, s Streams, o cleanupOptions, verb string) error {
+	var errs []error
+	dirs, err := shutdown.SweepTempDirs("", o.dryRun)
+	errs = append(errs, err)
+	for _, d := range dirs {
+		fmt.Fprintf(s.Out, "%s directory %s\n", verb, d)
+	}
+	kinds, err := cluster.SweepKindClusters(ctx, o.dryRun)
+	errs = append(errs, err)
+	for _, k := range kinds {
+		fmt.Fprintf(s.Out, "%s kind cluster %s\n", verb, k)
+	}
+	if o.libvirtURI != "" {
+		doms, err := backend.SweepLibvirt(o.libvirtURI, o.dryRun)
+		errs = append(errs, err)
+		for _, d := range doms {
+			fmt.Fprintf(s.Out, "%s libvirt domain %s\n", verb, d)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // startRun gives the run on cl its ID and Lease (package harness/runs),

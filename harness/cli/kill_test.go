@@ -52,7 +52,7 @@ func TestRunKilledLeavesNothing(t *testing.T) {
 		}
 	}
 
-	out := runCLI(t, 0, "cleanup", "--temp-only")
+	out := runCLI(t, 0, "cleanup", "--local-only")
 	for _, d := range left {
 		if _, err := os.Stat(d); err == nil {
 			t.Errorf("%s remains after bootproof cleanup", d)

@@ -128,7 +128,7 @@ func (p *progress) redraw() {
 // kubeconfigs) of bootproof runs that were killed; a failure is reported
 // and does not stop the run.
 func sweepTempDirs(s Streams) {
-	removed, err := shutdown.SweepTempDirs("")
+	removed, err := shutdown.SweepTempDirs("", false)
 	for _, d := range removed {
 		fmt.Fprintf(s.Err, "removed %s, left by a bootproof process that is gone\n", d)
 	}

@@ -108,7 +108,11 @@ func TestSweepKind(t *testing.T) {
 	dead := fmt.Sprintf("bootproof-%d-%d", c.Process.Pid, 12345)
 	reused := fmt.Sprintf("bootproof-%d-%d", self.PID, self.Start+1)
 	f := &fakeKind{names: []string{"kind", "bootproof", mine, dead, reused, "bootproof-1-x"}}
-	removed, err := SweepKind(f)
+	listed, err := SweepKind(f, true)
+	if err != nil || len(listed) != 2 || len(f.deleted) != 0 {
+		t.Fatalf("dry run: listed %v, deleted %v, %v", listed, f.deleted, err)
+	}
+	removed, err := SweepKind(f, false)
 	if err != nil {
 		t.Fatal(err)
 	}

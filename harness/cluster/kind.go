@@ -270,9 +270,10 @@ type KindClusters interface {
 }
 
 // SweepKind deletes the kind clusters that runs created and could not
-// delete because they were killed (KindOwnedName, owner gone); clusters
-// of live runs, retained ones and everyone else's stay.
-func SweepKind(p KindClusters) ([]string, error) {
+// delete because they were killed (KindOwnedName, owner gone) and
+// returns their names; with dryRun it only returns them. Clusters of
+// live runs, retained ones and everyone else's stay.
+func SweepKind(p KindClusters, dryRun bool) ([]string, error) {
 	names, err := p.List()
 	if err != nil {
 		return nil, fmt.Errorf("list kind clusters: %w", err)
@@ -288,6 +289,10 @@ func SweepKind(p KindClusters) ([]string, error) {
 		if err != nil || o.Alive() {
 			continue
 		}
+		if dryRun {
+			removed = append(removed, n)
+			continue
+		}
 		if err := p.Delete(n, ""); err != nil {
 			errs = append(errs, fmt.Errorf("delete kind cluster %s of a dead run: %w", n, err))
 			continue
@@ -300,9 +305,9 @@ func SweepKind(p KindClusters) ([]string, error) {
 // SweepKindClusters runs SweepKind with kind's own provider, when a
 // container engine answers (nil, nil when none does: there can be no
 // kind cluster).
-func SweepKindClusters(ctx context.Context) ([]string, error) {
+func SweepKindClusters(ctx context.Context, dryRun bool) ([]string, error) {
 	if KindPreflight(ctx) != nil {
 		return nil, nil
 	}
-	return SweepKind(kindcluster.NewProvider())
+	return SweepKind(kindcluster.NewProvider(), dryRun)
 }

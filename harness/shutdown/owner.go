@@ -120,8 +120,9 @@ func bootTime() (time.Time, error) {
 }
 
 // SweepTempDirs removes the directories TempDir made in dir (empty:
-// os.TempDir()) whose owner process is gone, and returns their paths.
-func SweepTempDirs(dir string) ([]string, error) {
+// os.TempDir()) whose owner process is gone, and returns their paths;
+// with dryRun it only returns them.
+func SweepTempDirs(dir string, dryRun bool) ([]string, error) {
 	if dir == "" {
 		dir = os.TempDir()
 	}
@@ -152,6 +153,10 @@ func SweepTempDirs(dir string) ([]string, error) {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
+		if dryRun {
+			removed = append(removed, p)
+			continue
+		}
 		if err := os.RemoveAll(p); err != nil {
 			errs = append(errs, fmt.Errorf("remove %s of dead process %d: %w", p, pid, err))
 			continue

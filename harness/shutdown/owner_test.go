@@ -75,7 +75,18 @@ func TestSweepTempDirs(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := mk("bootproof-notours")
-	removed, err := SweepTempDirs("")
+	listed, err := SweepTempDirs("", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(listed)
+	if want := []string{dead, reused}; !slices.Equal(listed, want) {
+		t.Errorf("dry run listed %v, want %v", listed, want)
+	}
+	if _, err := os.Stat(dead); err != nil {
+		t.Fatalf("the dry run removed %s", dead)
+	}
+	removed, err := SweepTempDirs("", false)
 	if err != nil {
 		t.Fatal(err)
 	}
