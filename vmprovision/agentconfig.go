@@ -10,6 +10,7 @@ import (
 	"net/url"
 
 	"github.com/bootproof/bootproof/fakes"
+	"github.com/bootproof/bootproof/vmprovision/agentapi"
 )
 
 // AgentConfigPath is where the per-node initramfs puts the agent's
@@ -59,6 +60,10 @@ type AgentConfig struct {
 	// ControlPort is the guest TCP port of the agent's control API; 0
 	// means DefaultAgentControlPort.
 	ControlPort int `json:"controlPort,omitempty"`
+	// ControlSecret is the node's secret (agentapi.NewSecret) that every
+	// control request must carry; required. Only this file (mode 0600 in
+	// the guest, in an initramfs the host writes 0600) holds it.
+	ControlSecret string `json:"controlSecret"`
 	// Labels are added to the Node.
 	Labels map[string]string `json:"labels,omitempty"`
 }
@@ -160,6 +165,9 @@ func (c *AgentConfig) Default() error {
 	}
 	if c.ControlPort < 0 || c.ControlPort > 65535 {
 		return wrap("controlPort %d out of range", c.ControlPort)
+	}
+	if err := agentapi.CheckSecret(c.ControlSecret); err != nil {
+		return wrap("controlSecret: %w", err)
 	}
 	return nil
 }
