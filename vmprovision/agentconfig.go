@@ -18,7 +18,8 @@ import (
 const AgentConfigPath = "/etc/bootproof/agent.json"
 
 // Defaults of the guest agent for QEMU user-mode networking: the guest is
-// 10.0.2.15/24 and the host's loopback is reachable as 10.0.2.2.
+// 10.0.2.15/24 behind QEMU's gateway 10.0.2.2 (restricted: it forwards
+// only the API server, see GuestAPIServer).
 const (
 	DefaultGuestInterface = "eth0"
 	DefaultGuestAddress   = "10.0.2.15/24"
@@ -37,7 +38,7 @@ type AgentConfig struct {
 	// NodeName is the Node the agent registers; required.
 	NodeName string `json:"nodeName"`
 	// APIServer is the API server URL as the guest reaches it, e.g.
-	// https://10.0.2.2:6443; required.
+	// https://10.0.2.100:6443 (GuestAPIServer); required.
 	APIServer string `json:"apiServer"`
 	// CAData, CertData and KeyData authenticate both ends: the API
 	// server's CA and the node's client certificate (system:node:<name>).
@@ -46,7 +47,7 @@ type AgentConfig struct {
 	KeyData  string `json:"keyData"`
 	// TLSServerName, when set, is the name (or IP) the API server's
 	// certificate is checked against instead of the apiServer host, e.g.
-	// 127.0.0.1 when the guest reaches the host's loopback as 10.0.2.2.
+	// 127.0.0.1 when the host reaches the API server there.
 	TLSServerName string `json:"tlsServerName,omitempty"`
 	// Timing names a fakes timing profile; empty means kubelet-defaults.
 	Timing string `json:"timing,omitempty"`
