@@ -110,6 +110,10 @@ func TestVMIsolation(t *testing.T) {
 		}
 		c.Close()
 	}
+	// The listener counts from zero once it took the check's connection.
+	for deadline := time.Now().Add(5 * time.Second); accepted.Load() < 1 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	accepted.Store(0)
 	dial := func(what, addr string) agentapi.DialResult {
 		t.Helper()
