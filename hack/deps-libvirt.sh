@@ -3,7 +3,8 @@
 # starts libvirtd and virtlogd when no init system runs them.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
-pkgs=(qemu-system-x86 libvirt-daemon-system libvirt-dev kmod pkg-config)
+# socat: QEMU runs it per guest connection to forward the API server (guestfwd cmd:).
+pkgs=(qemu-system-x86 libvirt-daemon-system libvirt-dev kmod pkg-config socat)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

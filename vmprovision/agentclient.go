@@ -21,8 +21,18 @@ func (ns *NodeSet) State(ctx context.Context, node string) (agentapi.State, erro
 	return ns.state(ctx, n)
 }
 
+// request is a request to the node's agent, with the node's secret.
+func (n *vmNode) request(ctx context.Context, method, path string) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, n.ctlURL+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	agentapi.SetAuthorization(req, n.secret)
+	return req, nil
+}
+
 func (ns *NodeSet) state(ctx context.Context, n *vmNode) (agentapi.State, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.ctlURL+agentapi.PathState, nil)
+	req, err := n.request(ctx, http.MethodGet, agentapi.PathState)
 	if err != nil {
 		return agentapi.State{}, err
 	}
@@ -49,7 +59,7 @@ func (ns *NodeSet) post(ctx context.Context, n *vmNode, path string) error {
 func (ns *NodeSet) postLong(ctx context.Context, n *vmNode, path string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.ctlURL+path, nil)
+	req, err := n.request(ctx, http.MethodPost, path)
 	if err != nil {
 		return err
 	}
@@ -72,7 +82,7 @@ func (ns *NodeSet) LoadModule(ctx context.Context, node, module string) error {
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, n.ctlURL+agentapi.ModulePath(module), nil)
+	req, err := n.request(ctx, http.MethodPut, agentapi.ModulePath(module))
 	if err != nil {
 		return err
 	}
@@ -85,4 +95,36 @@ func (ns *NodeSet) LoadModule(ctx context.Context, node, module string) error {
 		return fmt.Errorf("node %s: load module %s: %s", node, module, resp.Status)
 	}
 	return nil
+}
+
+// Dial asks the node's agent to open a TCP connection to addr from inside
+// the guest (a diagnostic of what the guest reaches).
+func (ns *NodeSet) Dial(ctx context.Context, node, addr string, timeout time.Duration) (agentapi.DialResult, error) {
+	n, err := ns.node(node)
+	if err != nil {
+		return agentapi.DialResult{}, err
+	}
+	if timeout <= 0 {
+		timeout = agentapi.DefaultDialTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout+ns.client.Timeout)
+	defer cancel()
+	req, err := n.request(ctx, http.MethodPost, agentapi.DialPath(addr, timeout))
+	if err != nil {
+		return agentapi.DialResult{}, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return agentapi.DialResult{}, fmt.Errorf("node %s: dial %s: %w", node, addr, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		return agentapi.DialResult{}, fmt.Errorf("node %s: dial %s: %s: %s", node, addr, resp.Status, strings.TrimSpace(string(body)))
+	}
+	var d agentapi.DialResult
+	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil {
+		return agentapi.DialResult{}, fmt.Errorf("node %s: dial %s: %w", node, addr, err)
+	}
+	return d, nil
 }

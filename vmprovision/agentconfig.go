@@ -10,6 +10,7 @@ import (
 	"net/url"
 
 	"github.com/bootproof/bootproof/fakes"
+	"github.com/bootproof/bootproof/vmprovision/agentapi"
 )
 
 // AgentConfigPath is where the per-node initramfs puts the agent's
@@ -17,7 +18,8 @@ import (
 const AgentConfigPath = "/etc/bootproof/agent.json"
 
 // Defaults of the guest agent for QEMU user-mode networking: the guest is
-// 10.0.2.15/24 and the host's loopback is reachable as 10.0.2.2.
+// 10.0.2.15/24 behind QEMU's gateway 10.0.2.2 (restricted: it forwards
+// only the API server, see GuestAPIServer).
 const (
 	DefaultGuestInterface = "eth0"
 	DefaultGuestAddress   = "10.0.2.15/24"
@@ -36,7 +38,7 @@ type AgentConfig struct {
 	// NodeName is the Node the agent registers; required.
 	NodeName string `json:"nodeName"`
 	// APIServer is the API server URL as the guest reaches it, e.g.
-	// https://10.0.2.2:6443; required.
+	// https://10.0.2.100:6443 (GuestAPIServer); required.
 	APIServer string `json:"apiServer"`
 	// CAData, CertData and KeyData authenticate both ends: the API
 	// server's CA and the node's client certificate (system:node:<name>).
@@ -45,7 +47,7 @@ type AgentConfig struct {
 	KeyData  string `json:"keyData"`
 	// TLSServerName, when set, is the name (or IP) the API server's
 	// certificate is checked against instead of the apiServer host, e.g.
-	// 127.0.0.1 when the guest reaches the host's loopback as 10.0.2.2.
+	// 127.0.0.1 when the host reaches the API server there.
 	TLSServerName string `json:"tlsServerName,omitempty"`
 	// Timing names a fakes timing profile; empty means kubelet-defaults.
 	Timing string `json:"timing,omitempty"`
@@ -59,6 +61,10 @@ type AgentConfig struct {
 	// ControlPort is the guest TCP port of the agent's control API; 0
 	// means DefaultAgentControlPort.
 	ControlPort int `json:"controlPort,omitempty"`
+	// ControlSecret is the node's secret (agentapi.NewSecret) that every
+	// control request must carry; required. Only this file (mode 0600 in
+	// the guest, in an initramfs the host writes 0600) holds it.
+	ControlSecret string `json:"controlSecret"`
 	// Labels are added to the Node.
 	Labels map[string]string `json:"labels,omitempty"`
 }
@@ -160,6 +166,9 @@ func (c *AgentConfig) Default() error {
 	}
 	if c.ControlPort < 0 || c.ControlPort > 65535 {
 		return wrap("controlPort %d out of range", c.ControlPort)
+	}
+	if err := agentapi.CheckSecret(c.ControlSecret); err != nil {
+		return wrap("controlSecret: %w", err)
 	}
 	return nil
 }

@@ -12,11 +12,15 @@ import (
 
 const testPEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 
+// testSecret is a well-formed agent secret (agentapi.CheckSecret).
+var testSecret = strings.Repeat("0123456789abcdef", 4)
+
 func agentJSON(t *testing.T, mutate func(m map[string]any)) string {
 	t.Helper()
 	m := map[string]any{
 		"nodeName": "vm-0", "apiServer": "https://10.0.2.2:6443",
 		"caData": testPEM, "certData": testPEM, "keyData": strings.ReplaceAll(testPEM, "CERTIFICATE", "EC PRIVATE KEY"),
+		"controlSecret": testSecret,
 	}
 	if mutate != nil {
 		mutate(m)
@@ -89,6 +93,10 @@ func TestDecodeAgentConfig(t *testing.T) {
 		{name: "unknown field", in: func(t *testing.T) string { return agentJSON(t, func(m map[string]any) { m["nodeNmae"] = "x" }) },
 			wantErr: "unknown field"},
 		{name: "trailing data", in: func(t *testing.T) string { return agentJSON(t, nil) + "{}" }, wantErr: "trailing data"},
+		{name: "no secret", in: func(t *testing.T) string { return agentJSON(t, func(m map[string]any) { delete(m, "controlSecret") }) },
+			wantErr: "controlSecret: secret has 0 characters"},
+		{name: "short secret", in: func(t *testing.T) string { return agentJSON(t, func(m map[string]any) { m["controlSecret"] = "abcd" }) },
+			wantErr: "controlSecret: secret has 4 characters"},
 		{name: "bad port", in: func(t *testing.T) string { return agentJSON(t, func(m map[string]any) { m["controlPort"] = 70000 }) },
 			wantErr: "controlPort 70000"},
 	}

@@ -37,15 +37,20 @@
 //     the domain, NetworkBlip sets the NIC's link down through QEMU's
 //     set_link (LinkSetter), RestartKubelet asks the agent.
 //
-// The guest reaches the host's loopback as 10.0.2.2 (QEMU user-mode
-// networking); the host reaches the agent's control API (GET /state, POST
-// /reboot, POST /panic, PUT/DELETE /modules/{name}) through the forwarded
-// port, plus POST /restart-kubelet?downtime=D. Package
-// vmprovision/agentapi holds that API's paths and the State JSON, the
-// one definition both sides import.
+// Guests reach only what they must. QEMU's user-mode network is
+// restricted: a guest reaches no port of the host and nothing beyond it,
+// except the API server, at https://10.0.2.100:6443 in the guest, which
+// QEMU forwards by running socat per connection (NetdevSpec,
+// GuestAPIServer). The host reaches the agent's control API (GET /state,
+// POST /reboot, POST /panic, PUT/DELETE /modules/{name}, POST
+// /restart-kubelet?downtime=D, POST /dial?addr=H:P) through the forwarded
+// port, with the node's secret on every request (the agent answers 401
+// without it). Package vmprovision/agentapi holds that API's paths, its
+// JSON and its secret, the one definition both sides import.
 //
 // Tests that boot real VMs run only with BOOTPROOF_VM_TEST=1:
 //
 //	BOOTPROOF_VM_TEST=1 go test ./vmprovision -run TestVMBootRebootQEMU -v
 //	BOOTPROOF_VM_TEST=1 go test -tags libvirt ./vmprovision -run TestLibvirtRebootModes -v
+//	BOOTPROOF_VM_TEST=1 go test -tags libvirt ./vmprovision -run TestVMIsolation -v
 package vmprovision

@@ -37,6 +37,12 @@ type DomainSpec struct {
 	// Description is the domain's description: who owns it, so that a
 	// sweep can find the domains of runs that died (see Libvirt.Sweep).
 	Description string
+	// APIServer is the host:port the guest's API server connections are
+	// forwarded to (see GuestAPIServer); empty: the guest reaches nothing.
+	APIServer string
+	// Forwarder is the program QEMU runs per forwarded connection; empty
+	// means DefaultForwarder.
+	Forwarder string
 }
 
 // NetdevID is the id of the node's user-mode netdev on the QEMU command
@@ -52,17 +58,21 @@ func DomainName(run, node string) string {
 }
 
 // DomainXML renders the domain: direct kernel boot, TCG (or KVM), a
-// user-mode virtio NIC with the agent's control port forwarded, the serial
+// restricted user-mode virtio NIC with the agent's control port forwarded
+// in and only the API server forwarded out (NetdevSpec), the serial
 // console to a file, and reboot/crash restarting the domain.
 //
 // The NIC is given on the QEMU command line: libvirt's user-mode
-// <interface> forwards ports only with the passt backend.
+// <interface> forwards ports only with the passt backend. With an API
+// server forward, the domain replaces libvirt's seccomp sandbox with one
+// that lets QEMU spawn the forwarder (guestSandbox).
 func DomainXML(s DomainSpec) (string, error) {
 	if s.Name == "" || s.Kernel == "" || s.Initrd == "" || s.SerialLog == "" {
 		return "", fmt.Errorf("domain %q: name, kernel, initrd and serial log are required", s.Name)
 	}
-	if s.ControlPort <= 0 || s.ControlPort > 65535 {
-		return "", fmt.Errorf("domain %s: control port %d out of range", s.Name, s.ControlPort)
+	netdev, err := NetdevSpec{ControlPort: s.ControlPort, GuestControlPort: s.GuestControlPort, APIServer: s.APIServer, Forwarder: s.Forwarder}.Netdev()
+	if err != nil {
+		return "", fmt.Errorf("domain %s: %w", s.Name, err)
 	}
 	if s.Cmdline == "" {
 		s.Cmdline = DefaultKernelCmdline
@@ -72,9 +82,6 @@ func DomainXML(s DomainSpec) (string, error) {
 	}
 	if s.VCPUs == 0 {
 		s.VCPUs = 1
-	}
-	if s.GuestControlPort == 0 {
-		s.GuestControlPort = DefaultAgentControlPort
 	}
 	typ, cpu := "qemu", (*libvirtxml.DomainCPU)(nil) // TCG: QEMU's default CPU model
 	if s.KVM {
@@ -110,10 +117,14 @@ func DomainXML(s DomainSpec) (string, error) {
 		},
 		QEMUCommandline: &libvirtxml.DomainQEMUCommandline{Args: []libvirtxml.DomainQEMUCommandlineArg{
 			{Value: "-netdev"},
-			{Value: fmt.Sprintf("user,id=%s,hostfwd=tcp:127.0.0.1:%d-:%d", NetdevID, s.ControlPort, s.GuestControlPort)},
+			{Value: netdev},
 			{Value: "-device"},
 			{Value: "virtio-net-pci,netdev=" + NetdevID + ",romfile="},
 		}},
+	}
+	if s.APIServer != "" {
+		d.QEMUCapabilities = &libvirtxml.DomainQEMUCapabilities{Del: []libvirtxml.DomainQEMUCapabilitiesEntry{{Name: "seccomp-sandbox"}}}
+		d.QEMUCommandline.Args = append(d.QEMUCommandline.Args, libvirtxml.DomainQEMUCommandlineArg{Value: "-sandbox"}, libvirtxml.DomainQEMUCommandlineArg{Value: guestSandbox})
 	}
 	out, err := d.Marshal()
 	if err != nil {

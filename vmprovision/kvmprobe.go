@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/bootproof/bootproof/vmprovision/agentapi"
 )
 
 // AgentBootLogLine is what the agent writes to the console once it runs
@@ -22,7 +24,12 @@ func ProbeKVM(ctx context.Context, hv Hypervisor, img *Image, dir, owner string,
 		return false, nil
 	}
 	const pem = "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n"
-	cfg := AgentConfig{NodeName: "kvm-probe", APIServer: "https://10.0.2.2:1", CAData: pem, CertData: pem, KeyData: pem}
+	secret, err := agentapi.NewSecret()
+	if err != nil {
+		return false, fmt.Errorf("kvm probe: %w", err)
+	}
+	// The probe reaches nothing: no API server forward.
+	cfg := AgentConfig{NodeName: "kvm-probe", APIServer: "https://" + GuestAPIServerAddress + ":1", CAData: pem, CertData: pem, KeyData: pem, ControlSecret: secret}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return false, fmt.Errorf("kvm probe: %w", err)
 	}

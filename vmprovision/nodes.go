@@ -7,7 +7,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/vmprovision/agentapi"
 )
 
 // Domain is one VM as the hypervisor manages it.
@@ -51,13 +54,16 @@ type Backend struct {
 	Image *Image
 	// Credentials issues the node's identity (system:node:<name>).
 	Credentials func(node string) (*rest.Config, error)
-	// APIServer is the API server URL as the guest reaches it (e.g.
-	// https://10.0.2.2:<port>).
+	// APIServer is the API server URL as the host reaches it (e.g.
+	// https://127.0.0.1:<port>). Guests reach it only through their
+	// forward, as https://10.0.2.100:6443 (GuestAPIServer).
 	APIServer string
 	// TLSServerName, when set, is the name the guest verifies the API
-	// server's certificate against (the host's name for it, when
-	// APIServer rewrites a loopback address to 10.0.2.2).
+	// server's certificate against; empty means APIServer's host.
 	TLSServerName string
+	// Forwarder is the program QEMU runs per guest connection to the API
+	// server; empty means DefaultForwarder found on PATH.
+	Forwarder string
 	// Admin, when set, is used to wait for the Node to report a new boot.
 	Admin kubernetes.Interface
 	// RunID names the domains (bootproof-<run>-<node>); Dir holds the
@@ -89,6 +95,7 @@ type vmNode struct {
 	name   string
 	dom    Domain
 	ctlURL string
+	secret string // the agent's secret, sent with every request
 	serial string
 
 	mu   sync.Mutex
@@ -134,29 +141,14 @@ func (b *Backend) Provision(ctx context.Context, req scenarios.ProvisionRequest)
 	if err := os.MkdirAll(b.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("provision vms: %w", err)
 	}
+	guest, err := b.guestNetwork()
+	if err != nil {
+		return nil, err
+	}
 	for _, name := range req.Names {
-		rc, err := b.Credentials(name)
-		if err != nil {
-			return nil, fmt.Errorf("node %s: credentials: %w", name, err)
-		}
-		cfg := AgentConfig{NodeName: name, APIServer: b.APIServer, TLSServerName: b.TLSServerName, Timing: req.Timing, Labels: req.Labels,
-			CAData: string(rc.CAData), CertData: string(rc.CertData), KeyData: string(rc.KeyData)}
-		initrd := filepath.Join(b.Dir, name+".initrd")
-		if err := WriteBootInitramfs(initrd, b.Image, cfg); err != nil {
-			return nil, err
-		}
-		port, err := freeLocalPort()
-		if err != nil {
-			return nil, fmt.Errorf("node %s: %w", name, err)
-		}
-		n := &vmNode{name: name, ctlURL: fmt.Sprintf("http://127.0.0.1:%d", port), serial: filepath.Join(b.Dir, name+".serial.log")}
-		xml, err := DomainXML(DomainSpec{Name: DomainName(b.RunID, name), Kernel: b.Image.Kernel.Vmlinuz(), Initrd: initrd,
-			SerialLog: n.serial, ControlPort: port, KVM: b.KVM, Description: b.Owner})
+		n, err := b.defineNode(name, req, guest)
 		if err != nil {
 			return nil, err
-		}
-		if n.dom, err = b.Hypervisor.Define(xml); err != nil {
-			return nil, fmt.Errorf("node %s: define domain: %w", name, err)
 		}
 		ns.mu.Lock()
 		ns.nodes[name] = n
@@ -173,6 +165,74 @@ func (b *Backend) Provision(ctx context.Context, req scenarios.ProvisionRequest)
 		ns.log.Info("vm node up", "node", name, "bootID", st.BootID, "kernel", st.KernelVersion)
 	}
 	return ns, nil
+}
+
+// guestNet is how every node of a backend reaches the API server.
+type guestNet struct {
+	url, serverName string // in the guest
+	target          string // host:port the forward connects to
+	forwarder       string
+}
+
+func (b *Backend) guestNetwork() (guestNet, error) {
+	var g guestNet
+	var err error
+	if g.url, g.serverName, g.target, err = GuestAPIServer(b.APIServer); err != nil {
+		return g, fmt.Errorf("provision vms: %w", err)
+	}
+	if b.TLSServerName != "" {
+		g.serverName = b.TLSServerName
+	}
+	g.forwarder = b.Forwarder
+	if g.forwarder == "" {
+		if g.forwarder, err = exec.LookPath(DefaultForwarder); err != nil {
+			return g, fmt.Errorf("provision vms: the guests' API server forward needs %s on the host (hack/deps-libvirt.sh installs it): %w", DefaultForwarder, err)
+		}
+	}
+	return g, nil
+}
+
+// defineNode makes the node's secret, writes its initramfs and defines
+// its domain.
+func (b *Backend) defineNode(name string, req scenarios.ProvisionRequest, g guestNet) (*vmNode, error) {
+	rc, err := b.Credentials(name)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: credentials: %w", name, err)
+	}
+	secret, err := agentapi.NewSecret()
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", name, err)
+	}
+	cfg := AgentConfig{NodeName: name, APIServer: g.url, TLSServerName: g.serverName, Timing: req.Timing, Labels: req.Labels,
+		CAData: string(rc.CAData), CertData: string(rc.CertData), KeyData: string(rc.KeyData), ControlSecret: secret}
+	initrd := filepath.Join(b.Dir, name+".initrd")
+	if err := WriteBootInitramfs(initrd, b.Image, cfg); err != nil {
+		return nil, err
+	}
+	port, err := freeLocalPort()
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", name, err)
+	}
+	n := &vmNode{name: name, ctlURL: fmt.Sprintf("http://127.0.0.1:%d", port), secret: secret, serial: filepath.Join(b.Dir, name+".serial.log")}
+	xml, err := DomainXML(DomainSpec{Name: DomainName(b.RunID, name), Kernel: b.Image.Kernel.Vmlinuz(), Initrd: initrd,
+		SerialLog: n.serial, ControlPort: port, KVM: b.KVM, APIServer: g.target, Forwarder: g.forwarder, Description: b.Owner})
+	if err != nil {
+		return nil, err
+	}
+	if n.dom, err = b.Hypervisor.Define(xml); err != nil {
+		return nil, fmt.Errorf("node %s: define domain: %w", name, err)
+	}
+	return n, nil
+}
+
+// ControlAddress is the host address (127.0.0.1:port) forwarded to the
+// node's agent.
+func (ns *NodeSet) ControlAddress(node string) (string, error) {
+	n, err := ns.node(node)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimPrefix(n.ctlURL, "http://"), nil
 }
 
 func freeLocalPort() (int, error) {

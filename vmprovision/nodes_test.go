@@ -138,7 +138,7 @@ func TestNodeSetRebootModes(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := &Backend{
-		Hypervisor: hv, Image: img, APIServer: "https://10.0.2.2:6443", RunID: "r1", Dir: t.TempDir(), BootTimeout: 10 * time.Second,
+		Hypervisor: hv, Image: img, APIServer: "https://127.0.0.1:6443", Forwarder: "/usr/bin/socat", RunID: "r1", Dir: t.TempDir(), BootTimeout: 10 * time.Second,
 		BootEstimate: 20 * time.Millisecond,
 		Credentials: func(node string) (*rest.Config, error) {
 			return &rest.Config{TLSClientConfig: rest.TLSClientConfig{CAData: []byte(cfg.CAData), CertData: []byte(cfg.CertData), KeyData: []byte(cfg.KeyData)}}, nil

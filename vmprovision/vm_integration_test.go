@@ -53,6 +53,12 @@ func TestVMBootRebootQEMU(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := freePort(t)
+	// The same restricted network as a libvirt domain: the control port
+	// forwarded in, only the API server forwarded out.
+	netdev, err := vmprovision.NetdevSpec{ID: "n0", ControlPort: port, APIServer: fx.apiTarget, Forwarder: fx.forwarder}.Netdev()
+	if err != nil {
+		t.Fatal(err)
+	}
 	serial := filepath.Join(dir, node+".serial.log")
 	qemu := exec.CommandContext(ctx, "qemu-system-x86_64",
 		"-machine", "pc,accel=tcg", "-cpu", "max", "-m", "512", "-smp", "1",
@@ -60,7 +66,7 @@ func TestVMBootRebootQEMU(t *testing.T) {
 		"-serial", "file:"+serial,
 		"-kernel", kernel.Vmlinuz(), "-initrd", initrd,
 		"-append", "console=ttyS0 panic=1 loglevel=4",
-		"-netdev", fmt.Sprintf("user,id=n0,hostfwd=tcp:127.0.0.1:%d-:%d", port, vmprovision.DefaultAgentControlPort),
+		"-netdev", netdev,
 		"-device", "virtio-net-pci,netdev=n0,romfile=")
 	qemu.Stderr = os.Stderr
 	if err := qemu.Start(); err != nil {
@@ -85,7 +91,7 @@ func TestVMBootRebootQEMU(t *testing.T) {
 		start := time.Now()
 		for {
 			var s agentapi.State
-			err := getJSON(ctx, base+"/state", &s)
+			err := getJSON(ctx, cfg.ControlSecret, base+"/state", &s)
 			if err == nil && s.BootID != notBoot {
 				t.Logf("boot %s up after %s, modules %v", s.BootID, time.Since(start).Round(time.Millisecond), s.Modules)
 				return s
@@ -130,30 +136,30 @@ func TestVMBootRebootQEMU(t *testing.T) {
 		t.Errorf("worker termination message %+v, want boot %s kernel %s", worker, s1.BootID, kernel.Version)
 	}
 	var sw agentapi.State
-	if err := getJSON(ctx, base+"/state", &sw); err != nil {
+	if err := getJSON(ctx, cfg.ControlSecret, base+"/state", &sw); err != nil {
 		t.Fatal(err)
 	}
 	if it, im := slices.Index(sw.Modules, "team"), slices.Index(sw.Modules, "team_mode_roundrobin"); it < 0 || im < 0 || it > im {
 		t.Errorf("after the worker pod: modules %v, want team loaded before team_mode_roundrobin", sw.Modules)
 	}
 
-	if err := do(ctx, http.MethodPut, base+"/modules/bonding"); err != nil {
+	if err := do(ctx, cfg.ControlSecret, http.MethodPut, base+"/modules/bonding"); err != nil {
 		t.Fatal(err)
 	}
 	var s agentapi.State
-	if err := getJSON(ctx, base+"/state", &s); err != nil {
+	if err := getJSON(ctx, cfg.ControlSecret, base+"/state", &s); err != nil {
 		t.Fatal(err)
 	}
 	it, ib := slices.Index(s.Modules, "tls"), slices.Index(s.Modules, "bonding")
 	if it < 0 || ib < 0 || it > ib {
 		t.Errorf("after loading bonding: modules %v, want tls loaded before bonding", s.Modules)
 	}
-	if err := do(ctx, http.MethodPut, base+"/modules/nosuchmod"); err == nil || !strings.Contains(err.Error(), "404") {
+	if err := do(ctx, cfg.ControlSecret, http.MethodPut, base+"/modules/nosuchmod"); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Errorf("unknown module: %v, want 404", err)
 	}
 
 	for _, action := range []string{"reboot", "panic"} {
-		if err := do(ctx, http.MethodPost, base+"/"+action); err != nil {
+		if err := do(ctx, cfg.ControlSecret, http.MethodPost, base+"/"+action); err != nil {
 			t.Fatal(err)
 		}
 		s2 := boot(s1.BootID)
@@ -166,14 +172,17 @@ func TestVMBootRebootQEMU(t *testing.T) {
 }
 
 // vmFixture is what a VM test needs: the kernel, the image and a running
-// control plane whose API the guest reaches through 10.0.2.2.
+// control plane, whose API the guest reaches only through its forward.
 type vmFixture struct {
 	cache  string
 	kernel vmprovision.KernelTree
 	img    *vmprovision.Image
 	cp     *controlplane.ControlPlane
 	admin  kubernetes.Interface
-	apiURL string
+	// apiURL is the API server as the host reaches it; guestURL and
+	// serverName as the guest does, through the forward to apiTarget.
+	apiURL, guestURL, serverName, apiTarget string
+	forwarder                               string
 }
 
 func newVMFixture(ctx context.Context, t *testing.T) *vmFixture {
@@ -205,9 +214,15 @@ func newVMFixture(ctx context.Context, t *testing.T) *vmFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(cp.Stop)
-	return &vmFixture{cache: cache, kernel: kernel, img: img, cp: cp,
-		admin:  kubernetes.NewForConfigOrDie(cp.RESTConfig()),
-		apiURL: strings.Replace(cp.APIServerURL(), "127.0.0.1", controlplane.GuestHostAddress, 1)}
+	fx := &vmFixture{cache: cache, kernel: kernel, img: img, cp: cp,
+		admin: kubernetes.NewForConfigOrDie(cp.RESTConfig()), apiURL: cp.APIServerURL()}
+	if fx.guestURL, fx.serverName, fx.apiTarget, err = vmprovision.GuestAPIServer(fx.apiURL); err != nil {
+		t.Fatal(err)
+	}
+	if fx.forwarder, err = exec.LookPath(vmprovision.DefaultForwarder); err != nil {
+		t.Fatalf("%s is set but: %v (hack/deps-libvirt.sh installs socat)", vmTestEnv, err)
+	}
+	return fx
 }
 
 func (fx *vmFixture) agentConfig(t *testing.T, node string) vmprovision.AgentConfig {
@@ -216,8 +231,12 @@ func (fx *vmFixture) agentConfig(t *testing.T, node string) vmprovision.AgentCon
 	if err != nil {
 		t.Fatal(err)
 	}
+	secret, err := agentapi.NewSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
 	return vmprovision.AgentConfig{
-		NodeName: node, APIServer: fx.apiURL, Timing: "fast",
+		NodeName: node, APIServer: fx.guestURL, TLSServerName: fx.serverName, Timing: "fast", ControlSecret: secret,
 		CAData: string(creds.RESTConfig.CAData), CertData: string(creds.RESTConfig.CertData), KeyData: string(creds.RESTConfig.KeyData),
 	}
 }
@@ -283,11 +302,12 @@ func freePort(t *testing.T) int {
 // accepts the forwarded connection but nothing answers.
 var httpClient = &http.Client{Timeout: time.Second}
 
-func getJSON(ctx context.Context, url string, v any) error {
+func getJSON(ctx context.Context, secret, url string, v any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
+	agentapi.SetAuthorization(req, secret)
 	resp, err := httpClient.Do(req)
 	if err != nil {
 		return err
@@ -299,11 +319,12 @@ func getJSON(ctx context.Context, url string, v any) error {
 	return json.NewDecoder(resp.Body).Decode(v)
 }
 
-func do(ctx context.Context, method, url string) error {
+func do(ctx context.Context, secret, method, url string) error {
 	req, err := http.NewRequestWithContext(ctx, method, url, nil)
 	if err != nil {
 		return err
 	}
+	agentapi.SetAuthorization(req, secret)
 	resp, err := httpClient.Do(req)
 	if err != nil {
 		return err

@@ -3,14 +3,10 @@ package backend
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
-	"github.com/bootproof/bootproof/harness/controlplane"
 	"github.com/bootproof/bootproof/vmprovision"
 )
 
@@ -125,26 +121,4 @@ func BuildGuestImage(ctx context.Context, cfg LibvirtConfig) (*vmprovision.Image
 		return nil, fmt.Errorf("guest image: %w", err)
 	}
 	return img, nil
-}
-
-// GuestAPIServer rewrites an API server URL as a QEMU user-mode guest
-// reaches it: a loopback host becomes the host's address in the guest
-// (10.0.2.2). It also returns the TLS server name to verify (the original
-// host) when the host changed, so the certificate need not name 10.0.2.2.
-func GuestAPIServer(hostURL string) (guestURL, serverName string, err error) {
-	u, err := url.Parse(hostURL)
-	if err != nil || u.Host == "" {
-		return "", "", fmt.Errorf("api server %q: not a URL", hostURL)
-	}
-	h := u.Hostname()
-	ip := net.ParseIP(h)
-	if h != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return hostURL, "", nil
-	}
-	port := u.Port()
-	if port == "" {
-		port = "443"
-	}
-	u.Host = net.JoinHostPort(controlplane.GuestHostAddress, port)
-	return strings.TrimSuffix(u.String(), "/"), h, nil
 }

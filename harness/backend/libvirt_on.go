@@ -40,7 +40,8 @@ var _ scenarios.NodeBackend = (*Libvirt)(nil)
 
 // StartLibvirt prepares the VM backend for cl: nodes act as
 // system:node:<name> with credentials the cluster issues and reach its
-// API server through QEMU user-mode networking.
+// API server, and nothing else, through QEMU user-mode networking
+// (vmprovision.GuestAPIServer).
 func StartLibvirt(ctx context.Context, cl scenarios.Cluster, cfg LibvirtConfig) (_ *Libvirt, retErr error) {
 	log := logr.FromContextOrDiscard(ctx)
 	if err := cfg.Default(); err != nil {
@@ -55,10 +56,6 @@ func StartLibvirt(ctx context.Context, cl scenarios.Cluster, cfg LibvirtConfig) 
 	iss := cluster.IssuerOf(cl)
 	if iss == nil {
 		return nil, &scenarios.InputError{Field: "NodeCredentials", Reason: fmt.Sprintf("vm nodes need per-node credentials (system:node:<name>) from cluster %s: use csr", cl.Name())}
-	}
-	guestURL, serverName, err := GuestAPIServer(cl.RESTConfig().Host)
-	if err != nil {
-		return nil, err
 	}
 	img, err := BuildGuestImage(ctx, cfg)
 	if err != nil {
@@ -105,7 +102,7 @@ func StartLibvirt(ctx context.Context, cl scenarios.Cluster, cfg LibvirtConfig) 
 		l.Accel = AccelKVM
 	}
 	b := &vmprovision.Backend{
-		Hypervisor: hv, Image: img, Credentials: iss.NodeRESTConfig, APIServer: guestURL, TLSServerName: serverName,
+		Hypervisor: hv, Image: img, Credentials: iss.NodeRESTConfig, APIServer: cl.RESTConfig().Host, TLSServerName: cl.RESTConfig().ServerName,
 		Admin: admin, RunID: newRunID(), Owner: domainOwner(), Dir: cfg.Dir, KVM: kvm,
 		BootTimeout: 3 * time.Minute, BootEstimate: vmprovision.DefaultBootEstimateTCG,
 	}

@@ -7,33 +7,6 @@ import (
 	"testing"
 )
 
-func TestGuestAPIServer(t *testing.T) {
-	tests := []struct {
-		in, url, serverName, err string
-	}{
-		{in: "https://127.0.0.1:6443", url: "https://10.0.2.2:6443", serverName: "127.0.0.1"},
-		{in: "https://localhost:6443/", url: "https://10.0.2.2:6443", serverName: "localhost"},
-		{in: "https://[::1]:8443", url: "https://10.0.2.2:8443", serverName: "::1"},
-		{in: "https://127.0.0.1", url: "https://10.0.2.2:443", serverName: "127.0.0.1"},
-		// Not loopback: the guest reaches it through QEMU's NAT as is.
-		{in: "https://192.168.1.10:6443", url: "https://192.168.1.10:6443"},
-		{in: "https://api.example.test:6443", url: "https://api.example.test:6443"},
-		{in: "not a url", err: `api server "not a url": not a URL`},
-	}
-	for _, tt := range tests {
-		url, sn, err := GuestAPIServer(tt.in)
-		if tt.err != "" {
-			if err == nil || err.Error() != tt.err {
-				t.Errorf("GuestAPIServer(%q) error = %v, want %q", tt.in, err, tt.err)
-			}
-			continue
-		}
-		if err != nil || url != tt.url || sn != tt.serverName {
-			t.Errorf("GuestAPIServer(%q) = %q, %q, %v; want %q, %q", tt.in, url, sn, err, tt.url, tt.serverName)
-		}
-	}
-}
-
 func TestLibvirtConfig(t *testing.T) {
 	dir := t.TempDir()
 	agent := filepath.Join(dir, "bootproof-agent")

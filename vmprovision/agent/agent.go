@@ -152,7 +152,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("node %s: control api: %w", cfg.NodeName, err)
 	}
-	srv := &http.Server{Handler: ControlHandler(kernel, SystemMachine{}, kubelet, log), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: ControlHandler(cfg.ControlSecret, kernel, SystemMachine{}, kubelet, log), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
 	log.Info("control api listening", "addr", ln.Addr().String())
@@ -201,7 +201,9 @@ type KubeletControl interface {
 	RestartKubelet(ctx context.Context, downtime time.Duration) error
 }
 
-// ControlHandler serves the agent's control API (package agentapi):
+// ControlHandler serves the agent's control API (package agentapi) to
+// requests that carry secret (agentapi.Authorized); any other request is
+// answered 401 and does nothing. An empty secret refuses every request.
 //
 //	GET  /state   the boot ID, kernel release and /proc/modules (JSON agentapi.State)
 //	POST /reboot  reboot(2) after the answer is sent
@@ -211,8 +213,11 @@ type KubeletControl interface {
 //	PUT    /modules/{name}  load a module like modprobe (a manual check;
 //	                        the kubelet's worker pods are the real path)
 //	DELETE /modules/{name}  unload it like modprobe -r
-func ControlHandler(k fakes.Kernel, m Machine, kl KubeletControl, log logr.Logger) http.Handler {
+//	POST /dial?addr=H:P&timeout=D  dial H:P from the guest (a diagnostic
+//	              of what the guest reaches; agentapi.DialResult)
+func ControlHandler(secret string, k fakes.Kernel, m Machine, kl KubeletControl, log logr.Logger) http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+agentapi.PathDial, dialHandler(log))
 	mux.HandleFunc("GET "+agentapi.PathState, func(w http.ResponseWriter, r *http.Request) {
 		s := agentapi.State{BootID: k.BootID(), KernelVersion: k.Version(), Modules: []string{}}
 		for _, lm := range k.Loaded() {
@@ -274,7 +279,55 @@ func ControlHandler(k fakes.Kernel, m Machine, kl KubeletControl, log logr.Logge
 		}
 		fmt.Fprintf(w, "kubelet restarted in boot %s\n", k.BootID())
 	})
-	return mux
+	return requireSecret(secret, mux, log)
+}
+
+// requireSecret passes on only the requests that carry secret.
+func requireSecret(secret string, next http.Handler, log logr.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !agentapi.Authorized(r, secret) {
+			log.Info("control request refused: no valid secret", "method", r.Method, "path", r.URL.Path, "from", r.RemoteAddr)
+			w.Header().Set("WWW-Authenticate", agentapi.AuthScheme)
+			http.Error(w, "unauthorized: the node's secret is required", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// dialHandler opens a TCP connection from the guest and reports whether
+// it was established.
+func dialHandler(log logr.Logger) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		addr := r.URL.Query().Get(agentapi.QueryAddr)
+		timeout := agentapi.DefaultDialTimeout
+		if q := r.URL.Query().Get(agentapi.QueryTimeout); q != "" {
+			d, err := time.ParseDuration(q)
+			if err != nil || d <= 0 || d > agentapi.MaxDialTimeout {
+				http.Error(w, fmt.Sprintf("query timeout=%q: accepted: a Go duration in (0, %s]", q, agentapi.MaxDialTimeout), http.StatusBadRequest)
+				return
+			}
+			timeout = d
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			http.Error(w, fmt.Sprintf("query addr=%q: accepted: host:port", addr), http.StatusBadRequest)
+			return
+		}
+		start := time.Now()
+		res := agentapi.DialResult{Addr: addr}
+		d := net.Dialer{Timeout: timeout}
+		c, err := d.DialContext(r.Context(), "tcp", addr)
+		res.Took = time.Since(start)
+		if err != nil {
+			res.Error = err.Error()
+		} else {
+			res.Connected = true
+			_ = c.Close()
+		}
+		log.Info("control request", "action", "dial", "addr", addr, "connected", res.Connected, "error", res.Error, "took", res.Took.String())
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(res)
+	}
 }
 
 // errNotPID1 guards the host from the reboot of a test.

@@ -5,10 +5,12 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -42,23 +44,50 @@ func (m *fakeMachine) RestartKubelet(_ context.Context, d time.Duration) error {
 }
 
 func TestControlHandler(t *testing.T) {
+	secret, err := agentapi.NewSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := agentapi.NewSecret()
+	open, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Close()
+	closed, _ := net.Listen("tcp", "127.0.0.1:0")
+	closedAddr := closed.Addr().String()
+	closed.Close()
 	tests := []struct {
 		method, path string
-		wantCode     int
-		wantAction   string
+		// auth is the request's secret: "" the node's, "-" none.
+		auth       string
+		wantCode   int
+		wantAction string
+		wantDial   string // "connected" or "refused"
 	}{
-		{"GET", "/state", http.StatusOK, ""},
-		{"POST", "/reboot", http.StatusAccepted, "reboot"},
-		{"POST", "/panic", http.StatusAccepted, "panic"},
-		{"POST", "/restart-kubelet?downtime=15s", http.StatusOK, "restart-kubelet 15s"},
-		{"POST", "/restart-kubelet?downtime=soon", http.StatusBadRequest, ""},
-		{"POST", "/restart-kubelet", http.StatusBadRequest, ""},
-		{"GET", "/reboot", http.StatusMethodNotAllowed, ""},
-		{"POST", "/halt", http.StatusNotFound, ""},
-		{"PUT", "/modules/bonding", http.StatusOK, ""},
-		{"PUT", "/modules/nosuchmod", http.StatusNotFound, ""},
-		{"DELETE", "/modules/dummy", http.StatusOK, ""},
-		{"DELETE", "/modules/nosuchmod", http.StatusNotFound, ""},
+		// Without the node's secret nothing is done.
+		{method: "GET", path: "/state", auth: "-", wantCode: http.StatusUnauthorized},
+		{method: "POST", path: "/reboot", auth: "-", wantCode: http.StatusUnauthorized},
+		{method: "POST", path: "/panic", auth: other, wantCode: http.StatusUnauthorized},
+		{method: "PUT", path: "/modules/bonding", auth: secret[:32], wantCode: http.StatusUnauthorized},
+		{method: "DELETE", path: "/modules/dummy", auth: "-", wantCode: http.StatusUnauthorized},
+		{method: "POST", path: "/dial?addr=" + open.Addr().String(), auth: "-", wantCode: http.StatusUnauthorized},
+		{method: "POST", path: "/dial?addr=" + open.Addr().String(), wantCode: http.StatusOK, wantDial: "connected"},
+		{method: "POST", path: "/dial?addr=" + closedAddr + "&timeout=2s", wantCode: http.StatusOK, wantDial: "refused"},
+		{method: "POST", path: "/dial?addr=nowhere", wantCode: http.StatusBadRequest},
+		{method: "POST", path: "/dial?addr=" + closedAddr + "&timeout=1h", wantCode: http.StatusBadRequest},
+		{method: "GET", path: "/state", wantCode: http.StatusOK},
+		{method: "POST", path: "/reboot", wantCode: http.StatusAccepted, wantAction: "reboot"},
+		{method: "POST", path: "/panic", wantCode: http.StatusAccepted, wantAction: "panic"},
+		{method: "POST", path: "/restart-kubelet?downtime=15s", wantCode: http.StatusOK, wantAction: "restart-kubelet 15s"},
+		{method: "POST", path: "/restart-kubelet?downtime=soon", wantCode: http.StatusBadRequest},
+		{method: "POST", path: "/restart-kubelet", wantCode: http.StatusBadRequest},
+		{method: "GET", path: "/reboot", wantCode: http.StatusMethodNotAllowed},
+		{method: "POST", path: "/halt", wantCode: http.StatusNotFound},
+		{method: "PUT", path: "/modules/bonding", wantCode: http.StatusOK},
+		{method: "PUT", path: "/modules/nosuchmod", wantCode: http.StatusNotFound},
+		{method: "DELETE", path: "/modules/dummy", wantCode: http.StatusOK},
+		{method: "DELETE", path: "/modules/nosuchmod", wantCode: http.StatusNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+tt.path, func(t *testing.T) {
@@ -71,9 +100,34 @@ func TestControlHandler(t *testing.T) {
 			}
 			m := &fakeMachine{done: make(chan struct{})}
 			rec := httptest.NewRecorder()
-			ControlHandler(k, m, m, logr.Discard()).ServeHTTP(rec, httptest.NewRequest(tt.method, tt.path, nil))
+			req := httptest.NewRequest(tt.method, tt.path, nil)
+			switch tt.auth {
+			case "":
+				agentapi.SetAuthorization(req, secret)
+			case "-":
+			default:
+				agentapi.SetAuthorization(req, tt.auth)
+			}
+			before := k.Loaded()
+			ControlHandler(secret, k, m, m, logr.Discard()).ServeHTTP(rec, req)
 			if rec.Code != tt.wantCode {
 				t.Fatalf("code %d, want %d: %s", rec.Code, tt.wantCode, rec.Body)
+			}
+			if rec.Code == http.StatusUnauthorized {
+				time.Sleep(200 * time.Millisecond) // an accepted action would run by now
+				if len(m.actions) != 0 || !slices.Equal(k.Loaded(), before) {
+					t.Errorf("refused request changed the guest: actions %v, modules %v -> %v", m.actions, before, k.Loaded())
+				}
+				return
+			}
+			if tt.wantDial != "" {
+				var d agentapi.DialResult
+				if err := json.Unmarshal(rec.Body.Bytes(), &d); err != nil {
+					t.Fatal(err)
+				}
+				if d.Connected != (tt.wantDial == "connected") || (!d.Connected && d.Error == "") {
+					t.Errorf("dial %+v, want %s", d, tt.wantDial)
+				}
 			}
 			if tt.path == "/state" {
 				var s agentapi.State

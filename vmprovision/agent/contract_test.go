@@ -3,10 +3,13 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -14,12 +17,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cavaliergopher/cpio"
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 
 	"github.com/bootproof/bootproof/fakes"
 	"github.com/bootproof/bootproof/scenarios"
 	"github.com/bootproof/bootproof/vmprovision"
+	"github.com/bootproof/bootproof/vmprovision/agentapi"
 )
 
 // contractGuest is a guest without a VM: the agent's real ControlHandler
@@ -28,6 +33,7 @@ import (
 // over HTTP exactly as they do through QEMU.
 type contractGuest struct {
 	k       *fakes.SimKernel
+	cfg     vmprovision.AgentConfig // as the guest reads it from its initramfs
 	mu      sync.Mutex
 	actions []string
 }
@@ -64,8 +70,9 @@ func (g *contractGuest) RestartKubelet(_ context.Context, d time.Duration) error
 
 // contractHypervisor defines domains whose "guest" is a contractGuest.
 type contractHypervisor struct {
-	t      *testing.T
-	guests map[string]*contractGuest
+	t         *testing.T
+	imageSize int64 // the main image, before the node's archive
+	guests    map[string]*contractGuest
 }
 
 type contractDomain struct{ name string }
@@ -79,9 +86,13 @@ func (d contractDomain) Resume() error   { return nil }
 func (d contractDomain) Undefine() error { return nil }
 
 func (h *contractHypervisor) Define(xml string) (vmprovision.Domain, error) {
-	m := regexp.MustCompile(`<name>([^<]+)</name>[\s\S]*hostfwd=tcp:127\.0\.0\.1:(\d+)-`).FindStringSubmatch(xml)
+	m := regexp.MustCompile(`<name>([^<]+)</name>[\s\S]*<initrd>([^<]+)</initrd>[\s\S]*hostfwd=tcp:127\.0\.0\.1:(\d+)-`).FindStringSubmatch(xml)
 	if m == nil {
-		return nil, fmt.Errorf("no name or hostfwd in %s", xml)
+		return nil, fmt.Errorf("no name, initrd or hostfwd in %s", xml)
+	}
+	cfg, err := guestConfig(m[2], h.imageSize)
+	if err != nil {
+		return nil, err
 	}
 	k, err := fakes.NewSimKernel(fakes.SimKernelConfig{})
 	if err != nil {
@@ -90,12 +101,12 @@ func (h *contractHypervisor) Define(xml string) (vmprovision.Domain, error) {
 	if err := k.Load("dummy"); err != nil {
 		return nil, err
 	}
-	g := &contractGuest{k: k}
-	l, err := net.Listen("tcp", "127.0.0.1:"+m[2])
+	g := &contractGuest{k: k, cfg: cfg}
+	l, err := net.Listen("tcp", "127.0.0.1:"+m[3])
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: ControlHandler(k, g, g, logr.Discard()), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: ControlHandler(cfg.ControlSecret, k, g, g, logr.Discard()), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(l) }()
 	h.t.Cleanup(func() { srv.Close() })
 	h.guests[m[1]] = g
@@ -103,6 +114,41 @@ func (h *contractHypervisor) Define(xml string) (vmprovision.Domain, error) {
 }
 
 func (h *contractHypervisor) Close() error { return nil }
+
+// guestConfig reads the agent's configuration from the node's archive of
+// its initramfs, which follows the main image at a 4-byte boundary.
+func guestConfig(initrd string, imageSize int64) (vmprovision.AgentConfig, error) {
+	f, err := os.Open(initrd)
+	if err != nil {
+		return vmprovision.AgentConfig{}, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(imageSize+(4-imageSize%4)%4, io.SeekStart); err != nil {
+		return vmprovision.AgentConfig{}, err
+	}
+	var raw []byte
+	var mode cpio.FileMode
+	r := cpio.NewReader(f)
+	for {
+		h, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return vmprovision.AgentConfig{}, err
+		}
+		if "/"+h.Name == vmprovision.AgentConfigPath {
+			if raw, err = io.ReadAll(r); err != nil {
+				return vmprovision.AgentConfig{}, err
+			}
+			mode = h.Mode
+		}
+	}
+	if raw == nil || mode.Perm() != 0o600 {
+		return vmprovision.AgentConfig{}, fmt.Errorf("initramfs %s: %s missing or not mode 0600 (mode %o)", initrd, vmprovision.AgentConfigPath, mode.Perm())
+	}
+	return vmprovision.DecodeAgentConfig(bytes.NewReader(raw))
+}
 
 // TestHostGuestContract drives the real guest control API with the real
 // host client: the guest encodes its state and the host decodes it; the
@@ -118,9 +164,13 @@ func TestHostGuestContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	const pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
-	hv := &contractHypervisor{t: t, guests: map[string]*contractGuest{}}
+	st, err := os.Stat(img.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hv := &contractHypervisor{t: t, imageSize: st.Size(), guests: map[string]*contractGuest{}}
 	b := &vmprovision.Backend{
-		Hypervisor: hv, Image: img, APIServer: "https://10.0.2.2:6443", RunID: "contract", Dir: t.TempDir(),
+		Hypervisor: hv, Image: img, APIServer: "https://127.0.0.1:6443", Forwarder: "/usr/bin/socat", RunID: "contract", Dir: t.TempDir(),
 		BootTimeout: 10 * time.Second, BootEstimate: 20 * time.Millisecond,
 		Credentials: func(string) (*rest.Config, error) {
 			return &rest.Config{TLSClientConfig: rest.TLSClientConfig{CAData: []byte(pem), CertData: []byte(pem), KeyData: []byte(pem)}}, nil
@@ -154,6 +204,7 @@ func TestHostGuestContract(t *testing.T) {
 		}
 	}
 	wantState(t)
+	refused(t, ctx, ns, g)
 
 	if err := ns.LoadModule(ctx, "vm-0", "bonding"); err != nil {
 		t.Fatal(err)
@@ -183,5 +234,57 @@ func TestHostGuestContract(t *testing.T) {
 	}
 	if got, want := g.took(), []string{"restart-kubelet 1.5s", "reboot", "panic"}; !slices.Equal(got, want) {
 		t.Errorf("guest took %v, want %v", got, want)
+	}
+}
+
+// refused shows that the guest does nothing for a request without the
+// node's secret, or with another one, and answers 401; the host's own
+// requests (with the secret) are accepted.
+func refused(t *testing.T, ctx context.Context, ns *vmprovision.NodeSet, g *contractGuest) {
+	t.Helper()
+	addr, err := ns.ControlAddress("vm-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.cfg.ControlSecret == "" {
+		t.Fatal("the guest has no secret")
+	}
+	other, _ := agentapi.NewSecret()
+	boot, mods := g.k.BootID(), g.k.Loaded()
+	for _, auth := range []string{"", "Bearer " + other, "Bearer " + g.cfg.ControlSecret[:len(g.cfg.ControlSecret)-1], "Basic " + g.cfg.ControlSecret} {
+		for _, rq := range []struct{ method, path string }{
+			{http.MethodGet, agentapi.PathState},
+			{http.MethodPost, agentapi.PathReboot},
+			{http.MethodPost, agentapi.PathPanic},
+			{http.MethodPost, agentapi.RestartKubeletPath(time.Second)},
+			{http.MethodPut, agentapi.ModulePath("bonding")},
+			{http.MethodDelete, agentapi.ModulePath("dummy")},
+			{http.MethodPost, agentapi.DialPath(addr, time.Second)},
+		} {
+			req, err := http.NewRequestWithContext(ctx, rq.method, "http://"+addr+rq.path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if auth != "" {
+				req.Header.Set(agentapi.HeaderAuthorization, auth)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("%s %s with Authorization %q: %s, want 401", rq.method, rq.path, auth, resp.Status)
+			}
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // an accepted reboot would have run
+	if g.k.BootID() != boot || !slices.Equal(g.k.Loaded(), mods) || len(g.took()) != 0 {
+		t.Errorf("refused requests changed the guest: boot %s -> %s, modules %v -> %v, actions %v", boot, g.k.BootID(), mods, g.k.Loaded(), g.took())
+	}
+	// The host's client carries the secret.
+	d, err := ns.Dial(ctx, "vm-0", addr, time.Second)
+	if err != nil || !d.Connected {
+		t.Errorf("dial through the host client: %+v, %v", d, err)
 	}
 }

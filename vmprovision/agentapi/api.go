@@ -1,6 +1,9 @@
 package agentapi
 
-import "time"
+import (
+	"net/url"
+	"time"
+)
 
 // State is the agent's answer to GET PathState: the boot it runs in, the
 // kernel release and the modules loaded in this boot (/proc/modules), in
@@ -11,9 +14,10 @@ type State struct {
 	Modules       []string `json:"modules"`
 }
 
-// The control API's paths. Errors are answered as text with an HTTP
-// status: 404 for an unknown module, 409 for a module in use, 400 for a
-// bad query.
+// The control API's paths. Every request needs the node's secret (see
+// HeaderAuthorization): without it the answer is 401. Errors are answered
+// as text with an HTTP status: 404 for an unknown module, 409 for a module
+// in use, 400 for a bad query.
 const (
 	// PathState (GET) answers State as JSON.
 	PathState = "/state"
@@ -30,11 +34,43 @@ const (
 	// PathModules is the prefix of a module's path, PathModules+name: PUT
 	// loads the module like modprobe, DELETE unloads it like modprobe -r.
 	PathModules = "/modules/"
+	// PathDial (POST, with QueryAddr and QueryTimeout) opens a TCP
+	// connection from inside the guest and closes it again, and answers
+	// DialResult as JSON: a diagnostic of what the guest can reach.
+	PathDial = "/dial"
 )
 
 // QueryDowntime is PathRestartKubelet's query parameter: a non-negative
 // Go duration such as 15s.
 const QueryDowntime = "downtime"
+
+// PathDial's query parameters: QueryAddr is host:port as the guest dials
+// it; QueryTimeout a positive Go duration, at most MaxDialTimeout (empty:
+// DefaultDialTimeout).
+const (
+	QueryAddr          = "addr"
+	QueryTimeout       = "timeout"
+	DefaultDialTimeout = 3 * time.Second
+	MaxDialTimeout     = 30 * time.Second
+)
+
+// DialResult is the agent's answer to PathDial: whether the connection
+// was established, else the dial error, and how long the attempt took.
+type DialResult struct {
+	Addr      string        `json:"addr"`
+	Connected bool          `json:"connected"`
+	Error     string        `json:"error,omitempty"`
+	Took      time.Duration `json:"took"`
+}
+
+// DialPath is the path and query that dial addr from the guest.
+func DialPath(addr string, timeout time.Duration) string {
+	q := url.Values{QueryAddr: {addr}}
+	if timeout > 0 {
+		q.Set(QueryTimeout, timeout.String())
+	}
+	return PathDial + "?" + q.Encode()
+}
 
 // ModulePath is the path of a module (PathModules+name).
 func ModulePath(name string) string { return PathModules + name }
