@@ -113,12 +113,12 @@ deps-libvirt: ## Install QEMU, libvirt and kmod (Debian/Ubuntu, as root); start 
 	hack/deps-libvirt.sh
 
 .PHONY: e2e-libvirt
-e2e-libvirt: controlplane gotestsum ## Real VMs: every reboot mode over libvirt, then the catalog (LIBVIRT_LABEL=vm-smoke: a subset) with bootid and legacy on VM nodes.
+e2e-libvirt: controlplane gotestsum ## Real VMs: every reboot mode over libvirt, guest isolation, SIGKILLed runs, then the catalog (LIBVIRT_LABEL=vm-smoke: a subset) with bootid and legacy on VM nodes.
 	@hack/preflight-libvirt.sh
 	@$(MAKE) --no-print-directory build-libvirt
 	@rm -rf $(REPORTS_DIR)/libvirt && mkdir -p $(REPORTS_DIR)
 	BOOTPROOF_VM_TEST=1 BOOTPROOF_REQUIRE_CONTROLPLANE=1 $(BIN_DIR)/gotestsum --format testname --junitfile $(REPORTS_DIR)/junit-libvirt-modes.xml -- \
-	  -count=1 -tags libvirt -timeout 45m -run 'TestVMBootRebootQEMU|TestLibvirtRebootModes|TestVMIsolation' ./vmprovision/
+	  -count=1 -p 1 -tags libvirt -timeout 45m -run 'TestVMBootRebootQEMU|TestLibvirtRebootModes|TestVMIsolation|TestLibvirtKilledOwner|TestRunKilledLeavesNoVM' ./vmprovision/ ./harness/cli/
 	$(BIN_DIR)/bootproof run --cluster embedded --nodes libvirt --subject bootid --subject legacy --parallel $(LIBVIRT_PARALLEL) \
 	  $(if $(LIBVIRT_LABEL),--label $(LIBVIRT_LABEL)) --report-dir $(REPORTS_DIR)/libvirt; rc=$$?; \
 	  if [ -f $(REPORTS_DIR)/libvirt/junit.xml ]; then cp $(REPORTS_DIR)/libvirt/junit.xml $(REPORTS_DIR)/junit-libvirt.xml; fi; exit $$rc
