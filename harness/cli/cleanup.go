@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -123,8 +124,19 @@ func (rc *runContext) startRun(ctx context.Context, cl scenarios.Cluster) (*runs
 		iss.Labels = run.Labels()
 	}
 	fmt.Fprintf(rc.s.Err, "run %s: its objects carry label %s=%s\n", run.ID, scenarios.RunLabel, run.ID)
-	rc.defer_(func() { finishRun(rc.s.Err, run) })
+	rc.defer_(finishRunOnExit(rc.s.Err, run))
 	return run, nil
+}
+
+// finishRunOnExit registers finishRun with the forced-exit cleanups (a
+// second signal) and returns it for the ordinary end; it runs once.
+func finishRunOnExit(w io.Writer, run *runs.Run) func() {
+	finish := sync.OnceFunc(func() { finishRun(w, run) })
+	unregister := shutdown.Register("cluster objects of run "+run.ID, finish)
+	return func() {
+		unregister()
+		finish()
+	}
 }
 
 // finishRun deletes what run labelled, and says so.

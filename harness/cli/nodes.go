@@ -85,8 +85,8 @@ func nodesRun(ctx context.Context, s Streams, o nodesRunOptions) error {
 	if err != nil {
 		return withCode(ExitInfra, err)
 	}
-	// At the end the run's Nodes and Leases go.
-	defer finishRun(s.Err, run)
+	// At the end the run's Nodes and Leases go, on a forced exit too.
+	defer finishRunOnExit(s.Err, run)()
 	fleet, err := fakes.NewFleet(fakes.FleetConfig{Count: o.count, Prefix: o.prefix, Timing: timing, Client: client, Labels: run.Labels()})
 	if err != nil {
 		return withCode(ExitUsage, err)
