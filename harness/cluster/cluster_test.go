@@ -21,7 +21,7 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
 func TestKindClusterConfigGolden(t *testing.T) {
-	got, err := KindClusterConfig(KindConfig{GracePeriod: 10 * time.Second, MonitorPeriod: time.Second})
+	got, err := KindClusterConfig(KindConfig{Name: "bootproof", GracePeriod: 10 * time.Second, MonitorPeriod: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,7 @@ func TestArgsGolden(t *testing.T) {
 func TestWritePKIWritesLayoutFiles(t *testing.T) {
 	dir := t.TempDir()
 	f := newLayout(dir).pki
-	cp := &ControlPlane{dir: dir}
+	cp := &ControlPlane{dir: dir, cfg: Config{CertValidity: DefaultCertValidity}}
 	if err := os.MkdirAll(filepath.Join(dir, "pki"), 0o700); err != nil {
 		t.Fatal(err)
 	}
