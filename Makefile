@@ -16,6 +16,7 @@ LABELS ?=
 LIBVIRT_LABEL ?=
 LIBVIRT_PARALLEL ?= 2
 # Nodes per fleet, settling time and steady window of 'make bench-fleet'.
+# (BOOTPROOF_BENCH_FLEET_KWOK_FIRST=1 in the environment measures KWOK first.)
 BENCH_FLEET_NODES ?= 1000
 BENCH_FLEET_SETTLE ?= 30s
 BENCH_FLEET_WINDOW ?= 120s

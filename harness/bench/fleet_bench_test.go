@@ -27,6 +27,8 @@ const (
 	envFleetNodes  = "BOOTPROOF_BENCH_FLEET_NODES"  // nodes per fleet (default 1000)
 	envFleetSettle = "BOOTPROOF_BENCH_FLEET_SETTLE" // after all Ready, before the window (default 30s)
 	envFleetWindow = "BOOTPROOF_BENCH_FLEET_WINDOW" // the measured steady window (default 120s)
+	// envFleetKWOKFirst=1 measures KWOK first, to see whether the order matters.
+	envFleetKWOKFirst = "BOOTPROOF_BENCH_FLEET_KWOK_FIRST"
 )
 
 type fleetBenchConfig struct {
@@ -108,9 +110,13 @@ func BenchmarkFleetVsKWOK(b *testing.B) {
 		}
 	}
 	var figs [2]fleetFigures
+	order := []int{0, 1}
+	if os.Getenv(envFleetKWOKFirst) == "1" {
+		order = []int{1, 0}
+	}
 	for b.Loop() {
-		for i, s := range sides {
-			figs[i] = measureFleet(b, c, s)
+		for _, i := range order {
+			figs[i] = measureFleet(b, c, sides[i])
 			b.Logf("%s", figs[i].note)
 		}
 	}

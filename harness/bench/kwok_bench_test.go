@@ -106,11 +106,11 @@ func fleetResult(c fleetBenchConfig, sides []fleetSide, f [2]fleetFigures) repor
 		Name: "fleet-vs-kwok",
 		Description: fmt.Sprintf("bootproof's simulated fleet ('bootproof nodes run --timing kubelet-defaults': Lease %s renewed every %s, status computed every %s and posted on change or every %s) "+
 			"and KWOK v0.8.0 (stages node-initialize and node-heartbeat-with-lease, --node-lease-duration-seconds %d so renewals every %s, log level ERROR), "+
-			"%d nodes each, one after the other, each fleet its own process with the plane's admin kubeconfig, each on a fresh embedded control plane of the same build and settings "+
+			"%d nodes each, one after the other (%s first), each fleet its own process with the plane's admin kubeconfig, each on a fresh embedded control plane of the same build and settings "+
 			"(grace period %s, monitor period %s). Per side: all Nodes Ready, %s settling, then a %s window in which the fleet's CPU (utime+stime), "+
 			"the plane's CPU, Node updates with Ready not True and Lease renewals (renewTime gap minus %s) are counted from the API; RSS (VmRSS, VmHWM) at the window's end.",
 			c.timing.LeaseDuration, c.timing.RenewInterval, c.timing.StatusInterval, c.timing.ReportInterval,
-			int(c.timing.LeaseDuration/time.Second), c.timing.RenewInterval, c.nodes,
+			int(c.timing.LeaseDuration/time.Second), c.timing.RenewInterval, c.nodes, first(sides),
 			controlplane.DefaultGracePeriod, controlplane.DefaultMonitorPeriod, c.settle, c.window, c.timing.RenewInterval),
 		Date: time.Now(), Machine: reports.MachineDescription(), Figures: map[string]reports.Distribution{},
 	}
@@ -140,6 +140,13 @@ func fleetResult(c fleetBenchConfig, sides []fleetSide, f [2]fleetFigures) repor
 		}
 	}
 	return r
+}
+
+func first(sides []fleetSide) string {
+	if os.Getenv(envFleetKWOKFirst) == "1" {
+		return sides[1].name
+	}
+	return sides[0].name
 }
 
 func fleetComparison(c fleetBenchConfig, sides []fleetSide, f [2]fleetFigures) *reports.BenchComparison {
