@@ -15,6 +15,11 @@ LABELS ?=
 # catalog; .ci/run uses vm-smoke) and cases run at once on VMs.
 LIBVIRT_LABEL ?=
 LIBVIRT_PARALLEL ?= 2
+# Nodes per fleet, settling time and steady window of 'make bench-fleet'.
+# (BOOTPROOF_BENCH_FLEET_KWOK_FIRST=1 in the environment measures KWOK first.)
+BENCH_FLEET_NODES ?= 1000
+BENCH_FLEET_SETTLE ?= 30s
+BENCH_FLEET_WINDOW ?= 120s
 # Build tags for 'make build' (libvirt: VM support, needs libvirt-dev).
 GOTAGS ?=
 
@@ -96,6 +101,17 @@ bench: controlplane ## Benchmarks; figures go to reports/bench/ (JSON and Markdo
 	BOOTPROOF_BENCH_DIR=$(REPORTS_DIR)/bench $(GO) test -run '^$$' -bench BenchmarkReloadLatency -benchtime 1x -timeout 30m ./harness/runner/
 	BOOTPROOF_BENCH_DIR=$(REPORTS_DIR)/bench $(GO) test -run '^$$' -bench BenchmarkFleetScale -benchtime 1x -timeout 60m ./fakes/
 	@echo "figures written to $(REPORTS_DIR)/bench/"
+
+.PHONY: kwok
+kwok: ## Build bin/kwok (sigs.k8s.io/kwok, the baseline of 'make bench-fleet') from the pin in tools/kwok.
+	@BIN_DIR=$(BIN_DIR) tools/build.sh kwok kwok sigs.k8s.io/kwok/cmd/kwok
+
+.PHONY: bench-fleet
+bench-fleet: controlplane build kwok ## bootproof's fleet vs KWOK, BENCH_FLEET_NODES (default 1000) nodes each: CPU, RSS, plane CPU, false NotReady, lease lateness, ratios; reports/bench/fleet-vs-kwok.{json,md}.
+	BOOTPROOF_BENCH_DIR=$(REPORTS_DIR)/bench BOOTPROOF_BENCH_FLEET_NODES=$(BENCH_FLEET_NODES) \
+	  BOOTPROOF_BENCH_FLEET_SETTLE=$(BENCH_FLEET_SETTLE) BOOTPROOF_BENCH_FLEET_WINDOW=$(BENCH_FLEET_WINDOW) \
+	  $(GO) test -run '^$$' -bench BenchmarkFleetVsKWOK -benchtime 1x -timeout 60m -v ./harness/bench/
+	@echo "figures written to $(REPORTS_DIR)/bench/fleet-vs-kwok.md"
 
 .PHONY: run
 run: controlplane build ## Run the whole catalog with the bootid and legacy subjects on the embedded cluster; reports under reports/latest/.

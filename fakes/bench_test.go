@@ -6,18 +6,14 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/bootproof/bootproof/fakes"
+	"github.com/bootproof/bootproof/harness/bench"
 	"github.com/bootproof/bootproof/harness/controlplane"
 	"github.com/bootproof/bootproof/harness/controlplane/cptest"
 	"github.com/bootproof/bootproof/reports"
@@ -79,32 +75,12 @@ func BenchmarkFleetScale(b *testing.B) {
 
 func one(unit string, v float64) reports.Distribution { return reports.Summarize(unit, []float64{v}) }
 
-func cpuSeconds(pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+func cpuOf(b *testing.B, pid int) float64 {
+	v, err := bench.CPUSeconds(pid)
 	if err != nil {
-		return 0
+		b.Fatal(err)
 	}
-	f := strings.Fields(string(data)[strings.LastIndexByte(string(data), ')')+2:])
-	ut, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return (ut + st) / 100 // USER_HZ
-}
-
-func selfCPU() float64 {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
-}
-
-func rssMiB() float64 {
-	data, _ := os.ReadFile("/proc/self/status")
-	for _, l := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(l, "VmRSS:") {
-			kb, _ := strconv.ParseFloat(strings.Fields(l)[1], 64)
-			return kb / 1024
-		}
-	}
-	return 0
+	return v
 }
 
 func soakFleet(b *testing.B, n int, soak time.Duration) (map[string]reports.Distribution, string) {
@@ -143,24 +119,21 @@ func soakFleet(b *testing.B, n int, soak time.Duration) (map[string]reports.Dist
 	registration := time.Since(regStart)
 
 	// Count every Ready transition away from True, from the watch.
-	var mu sync.Mutex
-	falseNotReady := 0
-	inf := informers.NewSharedInformerFactory(admin, 0).Core().V1().Nodes().Informer()
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(o, nw any) {
-		if ready(o.(*corev1.Node)) && !ready(nw.(*corev1.Node)) {
-			mu.Lock()
-			falseNotReady++
-			mu.Unlock()
-		}
-	}})
-	go inf.Run(ctx.Done())
-	cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
+	obs, err := bench.Observe(ctx, admin, func(string) bool { return true }, fakes.TimingProfiles[fakes.TimingKubeletDefaults].RenewInterval)
+	if err != nil {
+		b.Fatal(err)
+	}
+	obs.Record(true)
 
-	pids := cp.Pids()
-	cpu0, api0, etcd0 := selfCPU(), cpuSeconds(pids[controlplane.BinKubeAPIServer]), cpuSeconds(pids[controlplane.BinEtcd])
+	pids, self := cp.Pids(), os.Getpid()
+	cpu0, api0, etcd0 := cpuOf(b, self), cpuOf(b, pids[controlplane.BinKubeAPIServer]), cpuOf(b, pids[controlplane.BinEtcd])
 	time.Sleep(soak)
-	cpu1, api1, etcd1 := selfCPU(), cpuSeconds(pids[controlplane.BinKubeAPIServer]), cpuSeconds(pids[controlplane.BinEtcd])
-	rss := rssMiB()
+	cpu1, api1, etcd1 := cpuOf(b, self), cpuOf(b, pids[controlplane.BinKubeAPIServer]), cpuOf(b, pids[controlplane.BinEtcd])
+	mem, err := bench.MemoryOf(self)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rss := mem.RSS
 
 	var late []float64
 	renewals := 0
@@ -175,9 +148,7 @@ func soakFleet(b *testing.B, n int, soak time.Duration) (map[string]reports.Dist
 	if err := <-done; err != nil {
 		b.Errorf("fleet: %v", err)
 	}
-	mu.Lock()
-	fnr := falseNotReady
-	mu.Unlock()
+	fnr := obs.Figures().NotReadyTransitions
 	per1k := 1000 / float64(n)
 	figs := map[string]reports.Distribution{
 		"false-not-ready":             one("transitions", float64(fnr)),
@@ -199,5 +170,3 @@ func withoutSamples(d reports.Distribution) reports.Distribution {
 	d.Samples = nil
 	return d
 }
-
-func ready(n *corev1.Node) bool { return readyOf(n) == corev1.ConditionTrue }

@@ -53,6 +53,54 @@ type BenchResult struct {
 	Machine     string                  `json:"machine"`
 	Figures     map[string]Distribution `json:"figures"`
 	Notes       []string                `json:"notes,omitempty"`
+	// Comparison, when set, puts two sides' figures side by side.
+	Comparison *BenchComparison `json:"comparison,omitempty"`
+}
+
+// BenchComparison is a side-by-side table of two sides measured in one
+// run (say bootproof and KWOK): a row per figure, a value per side, and the
+// ratio first/second where a ratio means something.
+type BenchComparison struct {
+	Sides [2]string       `json:"sides"`
+	Rows  []ComparisonRow `json:"rows"`
+}
+
+// ComparisonRow is one figure of a BenchComparison.
+type ComparisonRow struct {
+	Figure string     `json:"figure"`
+	Unit   string     `json:"unit"`
+	Values [2]float64 `json:"values"`
+	// Ratio is Values[0]/Values[1]; nil where it means nothing (counts,
+	// latencies) or Values[1] is 0.
+	Ratio *float64 `json:"ratio,omitempty"`
+}
+
+// Row returns a row without a ratio.
+func Row(figure, unit string, first, second float64) ComparisonRow {
+	return ComparisonRow{Figure: figure, Unit: unit, Values: [2]float64{first, second}}
+}
+
+// RatioRow returns a row with the ratio first/second (none when second
+// is 0).
+func RatioRow(figure, unit string, first, second float64) ComparisonRow {
+	r := Row(figure, unit, first, second)
+	if second != 0 {
+		q := first / second
+		r.Ratio = &q
+	}
+	return r
+}
+
+func (c *BenchComparison) markdown(md *strings.Builder) {
+	fmt.Fprintf(md, "| figure | unit | %s | %s | %s/%s |\n|---|---|---|---|---|\n", c.Sides[0], c.Sides[1], c.Sides[0], c.Sides[1])
+	for _, r := range c.Rows {
+		ratio := "-"
+		if r.Ratio != nil {
+			ratio = strconv.FormatFloat(*r.Ratio, 'f', 2, 64)
+		}
+		fmt.Fprintf(md, "| %s | %s | %s | %s | %s |\n", r.Figure, r.Unit, num(r.Values[0]), num(r.Values[1]), ratio)
+	}
+	md.WriteString("\n")
 }
 
 // WriteBench writes <dir>/<name>.json and <dir>/<name>.md.
@@ -69,6 +117,9 @@ func WriteBench(dir string, r BenchResult) error {
 	}
 	var md strings.Builder
 	fmt.Fprintf(&md, "# %s\n\n%s\n\nMeasured %s on %s.\n\n", r.Name, r.Description, r.Date.Format(time.RFC3339), r.Machine)
+	if r.Comparison != nil {
+		r.Comparison.markdown(&md)
+	}
 	md.WriteString("| figure | unit | n | min | p50 | p95 | p99 | max |\n|---|---|---|---|---|---|---|---|\n")
 	for _, k := range slices.Sorted(func(yield func(string) bool) {
 		for k := range r.Figures {

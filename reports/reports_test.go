@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"io"
@@ -199,6 +200,32 @@ func TestBenchNumbers(t *testing.T) {
 		if got := num(v); got != want {
 			t.Errorf("num(%v) = %q, want %q", v, got, want)
 		}
+	}
+}
+
+// TestBenchComparison: a comparison is a side-by-side table before the
+// figures, with a ratio only where one is given, and survives JSON.
+func TestBenchComparison(t *testing.T) {
+	dir := t.TempDir()
+	r := BenchResult{Name: "cmp", Description: "d", Date: time.Now(), Machine: "m", Figures: map[string]Distribution{"x": Summarize("s", []float64{1})},
+		Comparison: &BenchComparison{Sides: [2]string{"a", "b"}, Rows: []ComparisonRow{
+			RatioRow("cpu", "CPU s/min", 3, 4), Row("late p99", "ms", 10, 20), RatioRow("zero", "MiB", 1, 0)}}}
+	if err := WriteBench(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "cmp.md"))
+	for _, want := range []string{"| figure | unit | a | b | a/b |", "| cpu | CPU s/min | 3 | 4 | 0.75 |", "| late p99 | ms | 10 | 20 | - |", "| zero | MiB | 1 | 0 | - |"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("cmp.md lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Index(string(md), "a/b") > strings.Index(string(md), "| figure | unit | n |") {
+		t.Errorf("the comparison does not come before the figures:\n%s", md)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "cmp.json"))
+	var back BenchResult
+	if err := json.Unmarshal(data, &back); err != nil || back.Comparison == nil || *back.Comparison.Rows[0].Ratio != 0.75 || back.Comparison.Rows[1].Ratio != nil {
+		t.Errorf("cmp.json: %v %+v", err, back.Comparison)
 	}
 }
 
