@@ -68,28 +68,9 @@ func (l *Libvirt) Define(xml string) (Domain, error) {
 }
 
 // Cleanup destroys and undefines every domain whose name starts with
-// prefix (e.g. "bootproof-"), the leftovers of a crashed run.
+// prefix: a run's own domains at its end (bootproof-<run>-).
 func (l *Libvirt) Cleanup(prefix string) ([]string, error) {
-	doms, err := l.conn.ListAllDomains(0)
-	if err != nil {
-		return nil, fmt.Errorf("list domains: %w", err)
-	}
-	var removed []string
-	var errs []error
-	for i := range doms {
-		d := &doms[i]
-		name, err := d.GetName()
-		if err == nil && strings.HasPrefix(name, prefix) {
-			_ = d.Destroy()
-			if err := d.Undefine(); err != nil {
-				errs = append(errs, fmt.Errorf("undefine %s: %w", name, err))
-			} else {
-				removed = append(removed, name)
-			}
-		}
-		_ = d.Free()
-	}
-	return removed, errors.Join(errs...)
+	return l.Sweep(prefix, func(string, string) bool { return true })
 }
 
 // Sweep destroys and undefines the domains whose name starts with prefix
