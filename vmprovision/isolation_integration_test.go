@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -15,7 +14,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 
 	"github.com/bootproof/bootproof/scenarios"
 	"github.com/bootproof/bootproof/vmprovision"
@@ -36,22 +34,7 @@ func TestVMIsolation(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	fx := newVMFixture(ctx, t)
-	hv, err := vmprovision.ConnectLibvirt("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hv.Close()
-	run := "iso" + time.Now().UTC().Format("150405")
-	b := &vmprovision.Backend{
-		Hypervisor: hv, Image: fx.img, APIServer: fx.apiURL, Admin: fx.admin, RunID: run, Dir: filepath.Join(fx.cache, "vm", run),
-		Credentials: func(node string) (*rest.Config, error) {
-			c, err := fx.cp.NodeCredentials(node)
-			if err != nil {
-				return nil, err
-			}
-			return c.RESTConfig, nil
-		},
-	}
+	b, _ := fx.libvirtBackend(t, "iso")
 	start := time.Now()
 	set, err := b.Provision(ctx, scenarios.ProvisionRequest{Names: []string{"vm-0", "vm-1"}, Timing: "fast"})
 	if err != nil {

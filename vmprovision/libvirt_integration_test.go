@@ -27,23 +27,8 @@ func TestLibvirtRebootModes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	fx := newVMFixture(ctx, t)
-	hv, err := vmprovision.ConnectLibvirt("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hv.Close()
-	run := "t" + time.Now().UTC().Format("150405")
-	dir := filepath.Join(fx.cache, "vm", run)
-	b := &vmprovision.Backend{
-		Hypervisor: hv, Image: fx.img, APIServer: fx.apiURL, Admin: fx.admin, RunID: run, Dir: dir,
-		Credentials: func(node string) (*rest.Config, error) {
-			c, err := fx.cp.NodeCredentials(node)
-			if err != nil {
-				return nil, err
-			}
-			return c.RESTConfig, nil
-		},
-	}
+	b, hv := fx.libvirtBackend(t, "t")
+	run, dir := b.RunID, b.Dir
 	const node = "vm-0"
 	start := time.Now()
 	set, err := b.Provision(ctx, scenarios.ProvisionRequest{Names: []string{node}, Timing: "fast"})
@@ -203,4 +188,27 @@ func TestLibvirtResetBench(t *testing.T) {
 	p, m := stats(back)
 	lp, lm := stats(loaded)
 	t.Logf("TCG reset -> Node reports new boot: p50 %s max %s; reset -> module loaded: p50 %s max %s", p, m, lp, lm)
+}
+
+// libvirtBackend connects to libvirt (closed when the test ends) and
+// returns a VM backend on the fixture's plane and image, with run ID
+// prefix plus the time.
+func (fx *vmFixture) libvirtBackend(t *testing.T, prefix string) (*vmprovision.Backend, *vmprovision.Libvirt) {
+	t.Helper()
+	hv, err := vmprovision.ConnectLibvirt("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hv.Close() })
+	run := prefix + time.Now().UTC().Format("150405")
+	return &vmprovision.Backend{
+		Hypervisor: hv, Image: fx.img, APIServer: fx.apiURL, Admin: fx.admin, RunID: run, Dir: filepath.Join(fx.cache, "vm", run),
+		Credentials: func(node string) (*rest.Config, error) {
+			c, err := fx.cp.NodeCredentials(node)
+			if err != nil {
+				return nil, err
+			}
+			return c.RESTConfig, nil
+		},
+	}, hv
 }
