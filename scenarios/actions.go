@@ -384,6 +384,7 @@ func (c *caseRun) waitReloaded(ctx context.Context, nodes []string, timeout time
 		return err
 	}
 	var missing []string
+	timeout, miss := c.reloadTimeout(timeout)
 	err := c.waitFor(ctx, timeout, func() error {
 		missing = missing[:0]
 		for _, n := range nodes {
@@ -404,9 +405,14 @@ func (c *caseRun) waitReloaded(ctx context.Context, nodes []string, timeout time
 		return nil
 	})
 	if err == nil {
+		c.loaded(time.Now())
 		return nil
 	}
-	return c.waitFailed(ctx, err, fmt.Sprintf("%d module(s) not reloaded within %s: %s", len(missing), timeout, strings.Join(missing, "; ")))
+	within := timeout.String()
+	if miss != "" {
+		within = miss
+	}
+	return c.waitFailed(ctx, err, fmt.Sprintf("%d module(s) not reloaded within %s: %s", len(missing), within, strings.Join(missing, "; ")))
 }
 
 // waitFailed turns a failed wait into what it means: the case's context

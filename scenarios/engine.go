@@ -89,6 +89,12 @@ type caseRun struct {
 	inflight  map[string]*sync.WaitGroup
 	disrupted []*disruption
 	bgErr     error
+
+	// missReload: the subject is expected to fail through reload, so its
+	// reload waits after the first load use the miss deadline (miss.go).
+	missReload bool
+	// firstLoad is how long the case's first load took (0: not yet).
+	firstLoad time.Duration
 }
 
 // Run runs one scenario with one subject and returns its result; it never
@@ -117,7 +123,8 @@ func (e *Engine) Run(ctx context.Context, s *Scenario, subj Subject) CaseResult 
 	res.NodeCount = n
 	c := &caseRun{e: e, s: s, subj: subj, grace: grace, start: start, id: newID(),
 		log:  logr.FromContextOrDiscard(ctx).WithValues("scenario", s.Name, "subject", subj.Name()),
-		spec: map[string][]Module{}, kernel: map[string]string{}, inflight: map[string]*sync.WaitGroup{}, baseBoot: map[string]string{}}
+		spec: map[string][]Module{}, kernel: map[string]string{}, inflight: map[string]*sync.WaitGroup{}, baseBoot: map[string]string{},
+		missReload: expectsReloadMiss(exp)}
 	c.ns = "bp-" + c.id
 	for i := range n {
 		name := fmt.Sprintf("bp-%s-n%d", c.id, i)
@@ -150,6 +157,10 @@ func (e *Engine) Run(ctx context.Context, s *Scenario, subj Subject) CaseResult 
 	if c.obs != nil {
 		res.Trace = c.obs.Trace()
 		res.Reboots = c.rebootMetrics()
+	}
+	if d, _ := c.reloadTimeout(s.Deadline.Resolve(grace)); d < s.Deadline.Resolve(grace) {
+		res.Notes = append(res.Notes, fmt.Sprintf("expected to fail reload: reload waits after the first load (%s) ended after %s, %d x that load and at least %s, not the deadline %s",
+			c.firstLoad.Round(time.Millisecond), d, MissMargin, MissFloor, s.Deadline.Resolve(grace)))
 	}
 	res.Observed, res.Verdict, res.Message = judge(s.Name, subj.Name(), exp, c.results, err)
 	res.DurationMS = time.Since(start).Milliseconds()

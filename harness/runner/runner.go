@@ -1,7 +1,9 @@
 package runner
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -148,8 +150,13 @@ func runClusterWide(ctx context.Context, cfg Config, eng *scenarios.Engine, subj
 // runJobs runs jobs, par at once, into out; note, when set, is added to
 // each result's notes.
 func runJobs(ctx context.Context, cfg Config, eng *scenarios.Engine, jobs []job, par int, out []scenarios.CaseResult, note string) {
+	// Longest first (scenarios.Cost), so that a parallel run does not end
+	// on one long case started last; results stay in scenario order.
+	grace := cfg.Cluster.GracePeriod()
+	jobs = slices.Clone(jobs)
+	slices.SortStableFunc(jobs, func(a, b job) int { return cmp.Compare(b.s.Cost(grace), a.s.Cost(grace)) })
 	var g errgroup.Group
-	g.SetLimit(par) // Go blocks while par cases run: cases start in order
+	g.SetLimit(par) // Go blocks while par cases run: cases start in that order
 	for _, j := range jobs {
 		g.Go(func() error {
 			if ctx.Err() != nil {

@@ -134,17 +134,15 @@ func (c caseReport) String() string {
 // objects (the CRD, the RBAC manifest, the fleet's ClusterRole) are
 // applied idempotently by every case.
 var _ = Describe("the scenario catalog", func() {
-	for _, s := range catalog {
+	// Longest first (scenarios.Cost), so the parallel processes do not
+	// end on one long case started last. A case that pauses or restarts
+	// its subject needs no Serial: bootid and legacy are started per case,
+	// so the pause reaches no other case (runner.Run runs such cases alone
+	// only for a ClusterWide subject, which every case shares).
+	for _, i := range scenarios.ByCost(catalog, grace) {
+		s := catalog[i]
 		for _, subj := range subjects {
 			args := []any{Label(append([]string{subj}, s.Labels...)...)}
-			if s.PausesSubject() {
-				// runner.Run runs a case that pauses or restarts its subject
-				// alone when other cases share that subject (a ClusterWide
-				// one). bootid and legacy are started per case, so this is
-				// a precaution, not a need: the case then runs on process 1
-				// after the parallel ones.
-				args = append(args, Serial)
-			}
 			args = append(args, func(ctx SpecContext) {
 				sub, err := subject.New(subj, cl)
 				Expect(err).NotTo(HaveOccurred())

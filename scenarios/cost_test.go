@@ -1,0 +1,41 @@
+package scenarios
+
+import (
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+)
+
+func TestCostOrdersLongestFirst(t *testing.T) {
+	const grace = 10 * time.Second
+	dec := func(name, actions string, nodes int) *Scenario {
+		t.Helper()
+		s, err := Decode(name+".yaml", []byte("name: "+name+"\nnodes: "+strconv.Itoa(nodes)+"\nmodules: [{name: dummy}]\nexpect: {bootid: pass}\nactions:\n"+actions))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	short := dec("short", "  - wait-reloaded: {}\n  - reboot: {downtime: 0.1g}\n  - wait-reloaded: {}\n", 1)
+	slow := dec("slow", "  - wait-reloaded: {}\n  - reboot: {downtime: 3g}\n  - wait-reloaded: {}\n", 1)
+	storm := dec("storm", "  - wait-reloaded: {}\n  - reboot: {on: all, downtime: 0.3g, stagger: 1s}\n  - wait-reloaded: {}\n", 50)
+	sleepy := dec("sleepy", "  - wait-reloaded: {}\n  - sleep: {duration: 20s}\n", 1)
+	for _, tc := range []struct {
+		s    *Scenario
+		want time.Duration
+	}{
+		{short, 1*time.Second + 2*perWait + 3*perNode},
+		{slow, 30*time.Second + 2*perWait + 3*perNode},
+		{storm, 3*time.Second + 49*time.Second + 2*perWait + 3*50*perNode},
+		{sleepy, 20*time.Second + perWait + 2*perNode},
+	} {
+		if got := tc.s.Cost(grace); got != tc.want {
+			t.Errorf("%s: Cost = %s, want %s", tc.s.Name, got, tc.want)
+		}
+	}
+	got := ByCost([]*Scenario{short, slow, storm, sleepy}, grace)
+	if want := []int{2, 1, 3, 0}; !slices.Equal(got, want) {
+		t.Errorf("ByCost = %v, want %v (storm, slow, sleepy, short)", got, want)
+	}
+}
