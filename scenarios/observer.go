@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -158,12 +159,24 @@ func (o *Observer) Trace() []TraceEvent {
 	return out
 }
 
+// crdWait bounds the wait for the NodeModulesConfig API to be served.
+const crdWait = time.Minute
+
 // start runs the informers until ctx ends and waits for their first sync.
 func (o *Observer) run(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, selector map[string]string, namespace string) error {
 	sel := labels.SelectorFromSet(selector).String()
-	// A missing CRD would only show as a cache that never syncs.
-	if _, err := dyn.Resource(NMCResource).List(ctx, metav1.ListOptions{Limit: 1, LabelSelector: sel}); apierrors.IsNotFound(err) {
-		return fmt.Errorf("observer: the cluster does not serve %s (is its CRD installed? the subject, or a subject file's crds, installs it): %w", NMCResource.GroupResource(), err)
+	// A missing CRD would only show as a cache that never syncs. A subject
+	// that installs its CRD as it starts may not have done so yet: wait.
+	var missing error
+	_ = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, crdWait, true, func(ctx context.Context) (bool, error) {
+		_, err := dyn.Resource(NMCResource).List(ctx, metav1.ListOptions{Limit: 1, LabelSelector: sel})
+		if missing = nil; apierrors.IsNotFound(err) {
+			missing = err
+		}
+		return missing == nil, nil
+	})
+	if missing != nil {
+		return fmt.Errorf("observer: the cluster does not serve %s within %s (is its CRD installed? the subject, or a subject file's crds, installs it): %w", NMCResource.GroupResource(), crdWait, missing)
 	}
 	withSel := func(o metav1.ListOptions) metav1.ListOptions { o.LabelSelector = sel; return o }
 	nodes := cs.CoreV1().Nodes()

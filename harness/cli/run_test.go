@@ -114,11 +114,12 @@ func TestList(t *testing.T) {
 // there, nodes get system:node identities through CSRs, and every verdict
 // must pass.
 func TestRunCatalogAgainstKubeconfigCluster(t *testing.T) {
+	t.Parallel()
 	cp := cptest.Start(t, controlplane.Config{GracePeriod: 10 * time.Second, MonitorPeriod: time.Second})
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
 	code := cli.Run(context.Background(), []string{"run", "--cluster", "kubeconfig", "--kubeconfig", cp.Kubeconfig(),
-		"--grace-period", "10s", "--node-credentials", "csr", "--parallel", "4", "--max-nodes", "10", "--report-dir", dir}, &out, &errb)
+		"--grace-period", "10s", "--node-credentials", "csr", "--parallel", "8", "--max-nodes", "10", "--report-dir", dir}, &out, &errb)
 	res, err := reports.ReadResults(filepath.Join(dir, reports.ResultsFile))
 	if err != nil {
 		t.Fatalf("exit %d, no results: %v\nstdout:\n%s", code, err, out.String())

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,20 +23,26 @@ import (
 // without a reboot.
 var raceCases = []string{"fast-reboot-0.5g", "reboot-after-load-before-sync", "double-reboot", "subject-down-during-reboot", "kubelet-restart-no-reboot"}
 
+// subjectRun is one 'bootproof run' of runSubjects.
+type subjectRun struct {
+	code int
+	res  scenarios.Results
+	// dir is the report directory, tmp the run's TMPDIR (its temporary
+	// directories, and only its, are made there).
+	dir, tmp string
+}
+
 // runSubjects runs 'bootproof run --cluster kubeconfig' against a
 // separately started embedded control plane with the subject files and
-// scenarios given, the test binary standing in for ${BOOTPROOF}. It
-// returns the exit code, the results and the report directory.
-func runSubjects(t *testing.T, files, scenarioNames []string, extra ...string) (int, scenarios.Results, string) {
+// scenarios given, in a process of its own (this test binary as the
+// bootproof command, also standing in for ${BOOTPROOF}) with a TMPDIR of
+// its own, so that tests using it can run in parallel.
+func runSubjects(t *testing.T, files, scenarioNames []string, extra ...string) subjectRun {
 	t.Helper()
 	cp := cptest.Start(t, controlplane.Config{GracePeriod: 10 * time.Second, MonitorPeriod: time.Second})
-	// ${BOOTPROOF} in a subject file: this test binary, which runs as the
-	// bootproof command with envRunCLI set.
-	t.Setenv(envRunCLI, "1")
-	t.Setenv("BOOTPROOF", os.Args[0])
-	dir := t.TempDir()
+	r := subjectRun{dir: t.TempDir(), tmp: t.TempDir()}
 	args := []string{"run", "--cluster", "kubeconfig", "--kubeconfig", cp.Kubeconfig(), "--grace-period", "10s",
-		"--parallel", "4", "--report-dir", dir}
+		"--parallel", "4", "--report-dir", r.dir}
 	for _, f := range files {
 		args = append(args, "--subject-file", f)
 	}
@@ -43,14 +50,17 @@ func runSubjects(t *testing.T, files, scenarioNames []string, extra ...string) (
 		args = append(args, "--scenario", s)
 	}
 	args = append(args, extra...)
+	cmd := exec.CommandContext(t.Context(), os.Args[0], args...)
+	cmd.Env = append(os.Environ(), envRunCLI+"=1", "BOOTPROOF="+os.Args[0], "TMPDIR="+r.tmp)
 	var out, errb bytes.Buffer
-	code := cli.Run(context.Background(), args, &out, &errb)
-	res, err := reports.ReadResults(filepath.Join(dir, reports.ResultsFile))
-	if err != nil {
-		t.Fatalf("exit %d, no results: %v\nstdout:\n%s\nstderr:\n%s", code, err, out.String(), errb.String())
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r.code = cmd.ProcessState.ExitCode()
+	if r.res, err = reports.ReadResults(filepath.Join(r.dir, reports.ResultsFile)); err != nil {
+		t.Fatalf("exit %d (%v), no results: %v\nstdout:\n%s\nstderr:\n%s", r.code, cmd.Err, err, out.String(), errb.String())
 	}
 	t.Logf("stdout:\n%s", out.String())
-	return code, res, dir
+	return r
 }
 
 func failedAssertions(c scenarios.CaseResult) []string {
@@ -78,8 +88,9 @@ func overlap(a, b scenarios.CaseResult) bool {
 // restart control (no-extra-work), and cases that pause the shared
 // process ran alone.
 func TestExampleSubjectFilesRunTheRaceCases(t *testing.T) {
-	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "bootproof-subject-*"))
-	code, res, dir := runSubjects(t, []string{"../../examples/subjects/bootproof-bootid.yaml", "../../examples/subjects/bootproof-legacy.yaml"}, raceCases)
+	t.Parallel()
+	r := runSubjects(t, []string{"../../examples/subjects/bootproof-bootid.yaml", "../../examples/subjects/bootproof-legacy.yaml"}, raceCases)
+	code, res, dir := r.code, r.res, r.dir
 	if len(res.Cases) != 2*len(raceCases) {
 		t.Fatalf("%d cases, want %d", len(res.Cases), 2*len(raceCases))
 	}
@@ -145,9 +156,8 @@ func TestExampleSubjectFilesRunTheRaceCases(t *testing.T) {
 			t.Errorf("%s exited on its own:\n%s", name, log)
 		}
 	}
-	after, _ := filepath.Glob(filepath.Join(os.TempDir(), "bootproof-subject-*"))
-	if len(after) > len(before) {
-		t.Errorf("subject kubeconfig directories left behind: %v", after)
+	if left, _ := filepath.Glob(filepath.Join(r.tmp, "bootproof-*")); len(left) > 0 {
+		t.Errorf("temporary directories left behind: %v", left)
 	}
 }
 
@@ -164,6 +174,7 @@ func writeFile(t *testing.T, name, content string) string {
 // An exec subject that exits in the middle of a case makes the case an
 // error naming the subject and quoting its log, never a verdict.
 func TestSubjectExitingMidCaseIsAnError(t *testing.T) {
+	t.Parallel()
 	crd, err := filepath.Abs("../../kmm/config/crd")
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +186,8 @@ crds: [`+crd+`]
 expect:
   "*": fail
 `)
-	code, res, _ := runSubjects(t, []string{f}, []string{"fast-reboot-0.5g"})
+	r := runSubjects(t, []string{f}, []string{"fast-reboot-0.5g"})
+	code, res := r.code, r.res
 	if len(res.Cases) != 1 {
 		t.Fatalf("%d cases", len(res.Cases))
 	}
@@ -199,6 +211,7 @@ expect:
 // which modules its status lists, and still fails the fast reboot it
 // misses.
 func TestSubjectWithoutBootIDs(t *testing.T) {
+	t.Parallel()
 	crd, err := filepath.Abs("../testdata/crds/upstream-pre-bootid")
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +224,8 @@ expect:
   slow-reboot-1.5g: pass
   fast-reboot-0.5g: fail:reload
 `)
-	code, res, _ := runSubjects(t, []string{f}, []string{"slow-reboot-1.5g", "fast-reboot-0.5g"})
+	r := runSubjects(t, []string{f}, []string{"slow-reboot-1.5g", "fast-reboot-0.5g"})
+	code, res := r.code, r.res
 	for _, c := range res.Cases {
 		if c.Verdict != scenarios.Pass {
 			t.Errorf("%s: %s (expected %s, observed %s): %s", reports.CaseName(c), c.Verdict, reports.Expected(c), c.Observed, c.Message)
@@ -253,8 +267,10 @@ func TestKMMRequiresItsCRD(t *testing.T) {
 // reboot-after-load-before-sync: running the race case for exec subjects
 // is what keeps bootproof from certifying it.
 func TestRaceCaseCatchesSyncTimeBootRecording(t *testing.T) {
-	code, res, _ := runSubjects(t, []string{"testdata/sync-time-boot.yaml"}, []string{"reboot-after-sync", "reboot-after-load-before-sync"},
+	t.Parallel()
+	r := runSubjects(t, []string{"testdata/sync-time-boot.yaml"}, []string{"reboot-after-sync", "reboot-after-load-before-sync"},
 		"--scenario-file", "testdata/reboot-after-sync.yaml")
+	code, res := r.code, r.res
 	for _, c := range res.Cases {
 		if c.Verdict != scenarios.Pass {
 			t.Errorf("%s: %s (expected %s, observed %s): %s", reports.CaseName(c), c.Verdict, reports.Expected(c), c.Observed, c.Message)
