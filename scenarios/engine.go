@@ -93,7 +93,10 @@ type caseRun struct {
 	// missReload: the subject is expected to fail through reload, so its
 	// reload waits after the first load use the miss deadline (miss.go).
 	missReload bool
-	// firstLoad is how long the case's first load took (0: not yet).
+	// subjectAt is when the subject was started, with the
+	// NodeModulesConfigs written; firstLoad is how long the case's first
+	// load took from then (0: not yet).
+	subjectAt time.Time
 	firstLoad time.Duration
 }
 

@@ -127,6 +127,9 @@ func (c *caseRun) startSubject(ctx context.Context, req SubjectRequest) error {
 		return infra("start subject %s: %w", c.subj.Name(), err)
 	}
 	c.obs.Action("", "subject "+c.subj.Name()+" started")
+	c.mu.Lock()
+	c.subjectAt = time.Now()
+	c.mu.Unlock()
 	return nil
 }
 

@@ -11,9 +11,10 @@ import (
 // full deadline once it has shown how long a load takes: after the case's
 // first load succeeded, each later reload wait of that subject ends after
 // MissMargin times that first load, never under MissFloor and never past
-// the wait's own timeout. The measured first load (NodeModulesConfigs
-// written -> every module loaded on every node) covers the same path as a
-// reload (the subject sees work, its worker pod runs, the kernel loads),
+// the wait's own timeout. The measured first load (subject started with
+// the NodeModulesConfigs written -> every module loaded on every node)
+// covers the same path as a reload (the subject sees work, its worker pod
+// runs, the kernel loads),
 // on the same cluster and nodes under the same load, so a subject that
 // reloads at all does so well inside the margin. A subject expected to
 // pass, and any subject before its first load, keeps the full deadline:
@@ -57,11 +58,12 @@ func (c *caseRun) reloadTimeout(timeout time.Duration) (time.Duration, string) {
 }
 
 // loaded records the first successful reload wait of the case: how long
-// the first load took since the NodeModulesConfigs were written.
+// the first load took since the subject was started with the
+// NodeModulesConfigs written (the wait polls, so this is an upper bound).
 func (c *caseRun) loaded(at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.firstLoad == 0 && !c.baseAt.IsZero() {
-		c.firstLoad = max(at.Sub(c.baseAt), time.Millisecond)
+	if c.firstLoad == 0 && !c.subjectAt.IsZero() {
+		c.firstLoad = max(at.Sub(c.subjectAt), time.Millisecond)
 	}
 }

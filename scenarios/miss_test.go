@@ -51,7 +51,7 @@ func TestReloadTimeout(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		miss     bool
-		loadedAt time.Duration // after baseAt; 0: no load yet
+		loadedAt time.Duration // after subjectAt; 0: no load yet
 		want     time.Duration
 	}{
 		{"passing subject keeps the deadline", false, 300 * time.Millisecond, 30 * time.Second},
@@ -60,7 +60,7 @@ func TestReloadTimeout(t *testing.T) {
 		{"after a slow first load: 10x", true, 2 * time.Second, 20 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &caseRun{missReload: tc.miss, baseAt: base}
+			c := &caseRun{missReload: tc.miss, subjectAt: base}
 			if tc.loadedAt > 0 {
 				c.loaded(base.Add(tc.loadedAt))
 				c.loaded(base.Add(time.Hour)) // only the first load counts
