@@ -46,7 +46,7 @@ controlplane: ## Build bin/etcd, bin/kube-apiserver, bin/kube-controller-manager
 test: controlplane tools gotestsum ## Every test (JUnit: reports/junit-unit.xml), the race detector on the packages that need no control plane, and the catalog suite on the embedded cluster, one Ginkgo spec per case in PARALLEL processes (JUnit: reports/junit-embedded.xml).
 	@mkdir -p $(REPORTS_DIR)
 	BOOTPROOF_REQUIRE_CONTROLPLANE=1 BOOTPROOF_REQUIRE_TOOLS=1 $(BIN_DIR)/gotestsum --format testname --junitfile $(REPORTS_DIR)/junit-unit.xml -- \
-	  -p 2 -parallel 4 -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /harness/suites/)
+	  -p 4 -parallel 4 -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /harness/suites/)
 	BOOTPROOF_REQUIRE_TOOLS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $$(hack/race-packages.sh)
 	BOOTPROOF_REQUIRE_CONTROLPLANE=1 BOOTPROOF_SUITE_REPORT_DIR=$(REPORTS_DIR)/embedded $(GO) run github.com/onsi/ginkgo/v2/ginkgo run \
 	  --procs=$(PARALLEL) --timeout=$(TEST_TIMEOUT) --junit-report=$(REPORTS_DIR)/junit-embedded.xml --label-filter='$(LABELS)' ./harness/suites/fake/
