@@ -43,6 +43,8 @@ type Step struct {
 	Nodes int
 	// Ready is false when not every node became Ready in time.
 	Ready bool
+	// Restarted is true when a control-plane process restarted meanwhile.
+	Restarted bool
 	// FleetCPU and PlaneCPU are CPU s/min over the window.
 	FleetCPU, PlaneCPU float64
 	// NotReady counts Node updates with Ready not True in the window.
@@ -55,13 +57,16 @@ type Step struct {
 }
 
 // Verdict returns why the machine does not hold step's fleet, or "" when
-// it does: the first of not all Ready, false NotReady, no renewals seen,
-// CPU saturated, lease lateness or API latency beyond l.
+// it does: the first of not all Ready, a control-plane restart, false
+// NotReady, no renewals seen, CPU saturated, lease lateness or API latency
+// beyond l.
 func (l Limits) Verdict(s Step) string {
 	budget := l.CPUFraction * float64(l.Cores) * 60
 	switch {
 	case !s.Ready:
 		return fmt.Sprintf("not all %d nodes Ready in time", s.Nodes)
+	case s.Restarted:
+		return "a control-plane process restarted"
 	case s.NotReady > 0:
 		return fmt.Sprintf("false NotReady: %d Node updates with Ready not True", s.NotReady)
 	case s.Renewals == 0:

@@ -1,0 +1,92 @@
+package bench_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bootproof/bootproof/fakes"
+	"github.com/bootproof/bootproof/harness/bench"
+	"github.com/bootproof/bootproof/harness/controlplane"
+	"github.com/bootproof/bootproof/reports"
+)
+
+func fleetMaxTestConfig() fleetMaxConfig {
+	return fleetMaxConfig{
+		fleetBenchConfig: fleetBenchConfig{settle: 20 * time.Second, window: time.Minute, timing: fakes.TimingProfiles[fakes.TimingKubeletDefaults]},
+		steps:            []int{1000, 2000, 3000},
+		limits:           bench.Limits{Cores: 2, CPUFraction: 0.9, LatenessP99Ms: 2000, MutatingP99: 1},
+	}
+}
+
+func heldStep(nodes int, fleet, plane float64) fleetMaxStep {
+	f := fleetFigures{cpu: fleet, mem: bench.Memory{RSS: float64(nodes) * 10 / 1024, Peak: float64(nodes) * 20 / 1024},
+		plane:    map[string]float64{controlplane.BinKubeAPIServer: plane / 2, controlplane.BinEtcd: plane / 4, controlplane.BinKubeControllerManager: plane / 4},
+		observed: bench.Figures{Renewals: nodes * 6, LatenessMs: []float64{10, 20, 300}}}
+	return fleetMaxStep{nodes: nodes, figs: f, ready: true}
+}
+
+// TestFleetMaxReport: the report has a row per step ("-" past what a step
+// that never got Ready measured), states the largest count held and why
+// the next did not hold, and derives the cost per 1000 nodes and the
+// fleet host's size from the largest held step.
+func TestFleetMaxReport(t *testing.T) {
+	c := fleetMaxTestConfig()
+	for _, tc := range []struct {
+		name  string
+		steps []fleetMaxStep
+		want  []string
+		held  float64 // largest-nodes-held figure; 0: none
+	}{
+		{
+			name: "stops at CPU",
+			steps: []fleetMaxStep{heldStep(1000, 6, 45), heldStep(2000, 12, 90),
+				func() fleetMaxStep { s := heldStep(3000, 18, 100); s.verdict = "CPU saturated: x"; return s }()},
+			want: []string{"largest fleet this machine held is 2000 nodes; at 3000 nodes: CPU saturated: x.",
+				"control plane 45.0 CPU s/min (kube-apiserver 22.5, etcd 11.2, kube-controller-manager 11.2)", // per 1000 at 2000
+				"the fleet 6.00 CPU s/min", "10 KiB of RSS per node", "The plane costs 7.5 times what the fleet does",
+				"one core kept at 50% busy carries about 5000 nodes", "10,000 nodes need about 2.0 cores",
+				"| 2000 | 12 | 19.53 | 10 | 90 | 45 | 22.5 | 22.5 | 45 |", "| limit: CPU saturated: x |", "| holds |"},
+			held: 2000,
+		},
+		{
+			name:  "not Ready at the first step",
+			steps: []fleetMaxStep{{nodes: 1000, verdict: "not all 1000 nodes Ready in time"}},
+			want:  []string{"did not hold even the first step, 1000 nodes: not all 1000 nodes Ready in time.", "| 1000 | - | - |"},
+		},
+		{
+			name:  "every step held",
+			steps: []fleetMaxStep{heldStep(1000, 6, 45), heldStep(3000, 18, 120)},
+			want:  []string{"not reached: the machine held every step up to 3000 nodes"},
+			held:  3000,
+		},
+	} {
+		dir := t.TempDir()
+		r := fleetMaxResult(c, tc.steps)
+		if err := reports.WriteBench(dir, r); err != nil {
+			t.Fatal(err)
+		}
+		md := readFile(t, dir+"/fleet-max.md")
+		for _, w := range tc.want {
+			if !strings.Contains(md, w) {
+				t.Errorf("%s: fleet-max.md lacks %q:\n%s", tc.name, w, md)
+			}
+		}
+		if len(r.Table.Rows) != len(tc.steps) {
+			t.Errorf("%s: %d rows for %d steps", tc.name, len(r.Table.Rows), len(tc.steps))
+		}
+		if got := r.Figures["largest-nodes-held"].Max; got != tc.held {
+			t.Errorf("%s: largest-nodes-held %v, want %v", tc.name, got, tc.held)
+		}
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
