@@ -1,6 +1,7 @@
 package bench_test
 
 import (
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -89,4 +90,22 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+func TestOthersCPU(t *testing.T) {
+	for _, tc := range []struct {
+		busy, fleet, plane float64
+		cores              int
+		want               float64
+	}{
+		{busy: 0.99, fleet: 7, plane: 41, cores: 2, want: 70.8}, // 118.8 busy
+		{busy: 0.5, fleet: 10, plane: 50, cores: 2, want: 0},
+		{busy: 0.4, fleet: 10, plane: 50, cores: 2, want: 0}, // sampling noise: never negative
+		{busy: 0.5, fleet: 10, plane: 50, cores: 4, want: 60},
+	} {
+		f := fleetFigures{machineBusy: tc.busy, cpu: tc.fleet, plane: map[string]float64{controlplane.BinEtcd: tc.plane}}
+		if got := othersCPU(f, tc.cores); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("othersCPU(busy %v, fleet %v, plane %v, %d cores) = %v, want %v", tc.busy, tc.fleet, tc.plane, tc.cores, got, tc.want)
+		}
+	}
 }
