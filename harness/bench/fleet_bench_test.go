@@ -94,7 +94,7 @@ type fleetFigures struct {
 	latency      planeLatency  // in the window, from kube-apiserver's /metrics
 	machineBusy  float64       // share of the machine's CPU busy in the window (anyone's)
 	load         [3]float64    // load averages at the window's end
-	restarted    bool          // a control-plane process restarted
+	restarted    string        // which control-plane process restarted, and why; "" if none
 	grace        time.Duration // the plane's node-monitor grace period
 	note         string
 }
@@ -135,8 +135,8 @@ func BenchmarkFleetVsKWOK(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if f.restarted {
-				b.Errorf("%s: a control-plane process restarted during the window: its CPU is not comparable", sides[i].name)
+			if f.restarted != "" {
+				b.Errorf("%s: a control-plane process restarted during the window (%s): its CPU is not comparable", sides[i].name, f.restarted)
 			}
 			figs[i] = f
 			b.Logf("%s", f.note)
@@ -239,6 +239,20 @@ func measureFleet(b *testing.B, c fleetBenchConfig, s fleetSide) (fleetFigures, 
 		return f, err
 	}
 	plane1, err := planeCPU(pids)
+	if now := cp.Pids(); !maps.Equal(pids, now) {
+		// A restarted process's CPU is not comparable: 0 for it, the
+		// others' as measured.
+		f.restarted = restartDetail(cp) + " (its CPU in the window not measured)"
+		plane1, err = map[string]float64{}, nil
+		for name, pid := range pids {
+			plane1[name] = plane0[name]
+			if now[name] == pid {
+				if v, err := bench.CPUSeconds(pid); err == nil {
+					plane1[name] = v
+				}
+			}
+		}
+	}
 	if err != nil {
 		return f, err
 	}
@@ -256,8 +270,10 @@ func measureFleet(b *testing.B, c fleetBenchConfig, s fleetSide) (fleetFigures, 
 	if f.mem, err = bench.MemoryOf(cmd.Process.Pid); err != nil {
 		return f, fmt.Errorf("%s: %w", s.name, err)
 	}
-	f.restarted = !maps.Equal(pids, cp.Pids())
-	if !f.restarted {
+	if f.restarted == "" && !maps.Equal(pids, cp.Pids()) {
+		f.restarted = restartDetail(cp)
+	}
+	if f.restarted == "" {
 		if f.latency, err = lat1.sub(lat0); err != nil {
 			return f, fmt.Errorf("%s: %w", s.name, err)
 		}
@@ -274,6 +290,36 @@ func measureFleet(b *testing.B, c fleetBenchConfig, s fleetSide) (fleetFigures, 
 	}
 	f.note = sideNote(s.name, c, f)
 	return f, nil
+}
+
+// restartDetail names the control-plane processes that restarted and the
+// last fatal line of each one's log (say kube-controller-manager's "leader
+// election lost" on a starved machine).
+func restartDetail(cp *controlplane.ControlPlane) string {
+	var parts []string
+	for _, o := range cp.Outages() {
+		d := o.Process + " exited (" + o.Detail + ")"
+		if line := lastFatal(filepath.Join(cp.Dir(), "logs", o.Process+".log")); line != "" {
+			d += ": " + line
+		}
+		parts = append(parts, d)
+	}
+	if len(parts) == 0 {
+		return "a control-plane process restarted"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// lastFatal returns the last klog fatal line (F...) of a log, "" if none.
+func lastFatal(path string) string {
+	data, _ := os.ReadFile(path)
+	lines := strings.Split(string(data), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := lines[i]; len(l) > 1 && l[0] == 'F' && l[1] >= '0' && l[1] <= '9' {
+			return l[:min(len(l), 300)]
+		}
+	}
+	return ""
 }
 
 // planeLatency is what kube-apiserver's /metrics tells of request

@@ -43,8 +43,9 @@ type Step struct {
 	Nodes int
 	// Ready is false when not every node became Ready in time.
 	Ready bool
-	// Restarted is true when a control-plane process restarted meanwhile.
-	Restarted bool
+	// Restarted says which control-plane process restarted meanwhile, and
+	// why ("" when none did).
+	Restarted string
 	// FleetCPU and PlaneCPU are CPU s/min over the window.
 	FleetCPU, PlaneCPU float64
 	// NotReady counts Node updates with Ready not True in the window.
@@ -65,8 +66,8 @@ func (l Limits) Verdict(s Step) string {
 	switch {
 	case !s.Ready:
 		return fmt.Sprintf("not all %d nodes Ready in time", s.Nodes)
-	case s.Restarted:
-		return "a control-plane process restarted"
+	case s.Restarted != "":
+		return "control plane restarted: " + s.Restarted
 	case s.NotReady > 0:
 		return fmt.Sprintf("false NotReady: %d Node updates with Ready not True", s.NotReady)
 	case s.Renewals == 0:

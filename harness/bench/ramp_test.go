@@ -49,7 +49,7 @@ func TestVerdict(t *testing.T) {
 		{"just under the CPU budget", with(func(s *bench.Step) { s.PlaneCPU, s.FleetCPU = 90, 17.9 }), ""},
 		{"CPU budget reached", with(func(s *bench.Step) { s.PlaneCPU, s.FleetCPU = 90, 18 }), "CPU saturated"},
 		{"not Ready", with(func(s *bench.Step) { s.Ready = false; s.PlaneCPU = 200 }), "not all 1000 nodes Ready"},
-		{"restart", with(func(s *bench.Step) { s.Restarted = true; s.NotReady = 1 }), "restarted"},
+		{"restart", with(func(s *bench.Step) { s.Restarted = "kube-controller-manager exited"; s.NotReady = 1 }), "control plane restarted: kube-controller-manager exited"},
 		{"false NotReady before CPU", with(func(s *bench.Step) { s.NotReady = 3; s.PlaneCPU = 200 }), "false NotReady: 3"},
 		{"no renewals", with(func(s *bench.Step) { s.Renewals = 0 }), "no lease renewal"},
 		{"lateness at the limit holds", with(func(s *bench.Step) { s.LatenessP99Ms = 2000 }), ""},
