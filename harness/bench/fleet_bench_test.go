@@ -270,7 +270,7 @@ func measureFleet(b *testing.B, c fleetBenchConfig, s fleetSide) (fleetFigures, 
 	if f.mem, err = bench.MemoryOf(cmd.Process.Pid); err != nil {
 		return f, fmt.Errorf("%s: %w", s.name, err)
 	}
-	if f.restarted == "" && !maps.Equal(pids, cp.Pids()) {
+	if f.restarted == "" && (!maps.Equal(pids, cp.Pids()) || len(cp.Outages()) > 0) {
 		f.restarted = restartDetail(cp)
 	}
 	if f.restarted == "" {
