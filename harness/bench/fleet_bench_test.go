@@ -156,8 +156,9 @@ func matchPrefix(p string) func(string) bool {
 	return func(name string) bool { return strings.HasPrefix(name, p) }
 }
 
-// errNotAllReady: the fleet's nodes were not all Ready in time.
-var errNotAllReady = errors.New("not all nodes Ready in time")
+// errNotAllReady: the fleet's nodes were not all Ready in time, or the
+// fleet gave up before they were.
+var errNotAllReady = errors.New("not all nodes Ready")
 
 // measureFleet starts a fresh control plane, runs one side's fleet on it,
 // measures it and stops both. An error wrapping errNotAllReady means the
@@ -199,13 +200,17 @@ func measureFleet(b *testing.B, c fleetBenchConfig, s fleetSide) (fleetFigures, 
 	}()
 	err = obs.WaitReady(regCtx, c.nodes)
 	regCancel()
+	logPath := filepath.Join(dir, s.name+".log")
 	select {
 	case <-exited:
-		return f, fmt.Errorf("%s exited before its nodes were Ready; log tail:\n%s", s.name, logTail(filepath.Join(dir, s.name+".log")))
+		// Say, its registration timed out against a starved API server.
+		b.Logf("%s exited before its nodes were Ready; log tail:\n%s", s.name, logTail(logPath))
+		return f, fmt.Errorf("%w: %s exited: %s", errNotAllReady, s.name, lastLine(logPath))
 	default:
 	}
 	if err != nil {
-		return f, fmt.Errorf("%s: %w: %w; log tail:\n%s", s.name, errNotAllReady, err, logTail(filepath.Join(dir, s.name+".log")))
+		b.Logf("%s: not all Ready; log tail:\n%s", s.name, logTail(logPath))
+		return f, fmt.Errorf("%w: %w", errNotAllReady, err)
 	}
 	f.registration = time.Since(started)
 	if err := sleepAlive(s.name, c.settle, exited); err != nil {
@@ -396,6 +401,14 @@ func stopFleet(b *testing.B, name string, cmd *exec.Cmd, exited <-chan struct{})
 		_ = cmd.Process.Kill()
 		<-exited
 	}
+}
+
+// lastLine is the last line of a log, at most 300 bytes.
+func lastLine(path string) string {
+	data, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	l := lines[len(lines)-1]
+	return l[:min(len(l), 300)]
 }
 
 func logTail(path string) string {

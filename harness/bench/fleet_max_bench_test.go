@@ -138,12 +138,13 @@ func BenchmarkFleetMax(b *testing.B) {
 				writeFleetMax(b, c, steps)
 				b.Fatal(err)
 			}
+			step.verdict = c.limits.Verdict(step.benchStep())
 			if err != nil {
+				step.verdict += " (" + err.Error() + ")"
 				b.Logf("%d nodes: %v", n, err)
 			} else {
 				b.Logf("%s", f.note)
 			}
-			step.verdict = c.limits.Verdict(step.benchStep())
 			steps = append(steps, step)
 			writeFleetMax(b, c, steps)
 			if step.verdict != "" {
@@ -291,6 +292,11 @@ func fleetMaxConclusion(c fleetMaxConfig, steps []fleetMaxStep) []string {
 	default:
 		out = append(out, fmt.Sprintf("**Limit:** the largest fleet this machine held is %d nodes; at %d nodes: %s.", held.nodes, last.nodes, last.verdict))
 	}
+	if others := maxOthersCPU(steps, c.limits.Cores); others > 0.1*float64(c.limits.Cores)*60 {
+		out = append(out, fmt.Sprintf("**Shared machine:** other processes took up to %.0f CPU s/min of the machine's %.0f during the windows "+
+			"(the \"other processes' CPU\" column): the limit above is this machine's under that load, not what it holds alone.",
+			others, float64(c.limits.Cores)*60))
+	}
 	if held == nil {
 		return out
 	}
@@ -314,4 +320,16 @@ func fleetMaxConclusion(c fleetMaxConfig, steps []fleetMaxStep) []string {
 // heartbeats never queue) when 1000 nodes cost perK CPU s/min.
 func fleetNodesPerCore(perK float64) float64 {
 	return 0.5 * 60 * 1000 / max(perK, 1e-9)
+}
+
+// maxOthersCPU is the most CPU other processes took in a measured step's
+// window.
+func maxOthersCPU(steps []fleetMaxStep, cores int) float64 {
+	m := 0.0
+	for _, s := range steps {
+		if s.ready {
+			m = max(m, othersCPU(s.figs, cores))
+		}
+	}
+	return m
 }

@@ -38,6 +38,7 @@ func TestFleetMaxReport(t *testing.T) {
 		name  string
 		steps []fleetMaxStep
 		want  []string
+		not   []string
 		held  float64 // largest-nodes-held figure; 0: none
 	}{
 		{
@@ -60,7 +61,16 @@ func TestFleetMaxReport(t *testing.T) {
 			name:  "every step held",
 			steps: []fleetMaxStep{heldStep(1000, 6, 45), heldStep(3000, 18, 120)},
 			want:  []string{"not reached: the machine held every step up to 3000 nodes"},
+			not:   []string{"Shared machine"},
 			held:  3000,
+		},
+		{
+			name: "shared machine",
+			steps: []fleetMaxStep{func() fleetMaxStep { s := heldStep(1000, 6, 45); s.figs.machineBusy = 0.99; return s }(),
+				{nodes: 1500, verdict: "not all 1500 nodes Ready in time (bootproof exited: TLS handshake timeout)"}},
+			want: []string{"largest fleet this machine held is 1000 nodes; at 1500 nodes: not all 1500 nodes Ready in time (bootproof exited: TLS handshake timeout).",
+				"other processes took up to 68 CPU s/min of the machine's 120"},
+			held: 1000,
 		},
 	} {
 		dir := t.TempDir()
@@ -72,6 +82,11 @@ func TestFleetMaxReport(t *testing.T) {
 		for _, w := range tc.want {
 			if !strings.Contains(md, w) {
 				t.Errorf("%s: fleet-max.md lacks %q:\n%s", tc.name, w, md)
+			}
+		}
+		for _, w := range tc.not {
+			if strings.Contains(md, w) {
+				t.Errorf("%s: fleet-max.md has %q:\n%s", tc.name, w, md)
 			}
 		}
 		if len(r.Table.Rows) != len(tc.steps) {
