@@ -315,12 +315,15 @@ func restartDetail(cp *controlplane.ControlPlane) string {
 	return strings.Join(parts, "; ")
 }
 
-// lastFatal returns the last klog fatal line (F...) of a log, "" if none.
+// lastFatal returns the last line of a log that says why the process
+// ended: a klog fatal line (F...) or "leaderelection lost" (which
+// kube-controller-manager logs as an error before it exits); "" if none.
 func lastFatal(path string) string {
 	data, _ := os.ReadFile(path)
 	lines := strings.Split(string(data), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
-		if l := lines[i]; len(l) > 1 && l[0] == 'F' && l[1] >= '0' && l[1] <= '9' {
+		l := lines[i]
+		if (len(l) > 1 && l[0] == 'F' && l[1] >= '0' && l[1] <= '9') || strings.Contains(l, "leaderelection lost") {
 			return l[:min(len(l), 300)]
 		}
 	}

@@ -124,3 +124,22 @@ func TestOthersCPU(t *testing.T) {
 		}
 	}
 }
+
+func TestLastFatal(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		log, want string
+	}{
+		{log: "I1201 ok\nE1201 12:00:00 leaderelection.go:1] \"leaderelection lost\"\nI1201 bye\n", want: "E1201 12:00:00 leaderelection.go:1] \"leaderelection lost\""},
+		{log: "I1201 ok\nF1201 12:00:00 server.go:1] boom\nFoo\n", want: "F1201 12:00:00 server.go:1] boom"},
+		{log: "I1201 ok\nFoo bar\n", want: ""},
+	} {
+		path := dir + "/x.log"
+		if err := os.WriteFile(path, []byte(tc.log), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := lastFatal(path); got != tc.want {
+			t.Errorf("lastFatal(%q) = %q, want %q", tc.log, got, tc.want)
+		}
+	}
+}
