@@ -46,10 +46,11 @@ func TestFleetMaxReport(t *testing.T) {
 			steps: []fleetMaxStep{heldStep(1000, 6, 45), heldStep(2000, 12, 90),
 				func() fleetMaxStep { s := heldStep(3000, 18, 100); s.verdict = "CPU saturated: x"; return s }()},
 			want: []string{"largest fleet this machine held is 2000 nodes; at 3000 nodes: CPU saturated: x.",
-				"control plane 45.0 CPU s/min (kube-apiserver 22.5, etcd 11.2, kube-controller-manager 11.2)", // per 1000 at 2000
+				"at 1000 nodes (the first step held):",
+				"control plane 45.0 CPU s/min (kube-apiserver 22.5, etcd 11.2, kube-controller-manager 11.2)",
 				"the fleet 6.00 CPU s/min", "10 KiB of RSS per node", "The plane costs 7.5 times what the fleet does",
 				"one core kept at 50% busy carries about 5000 nodes", "10,000 nodes need about 2.0 cores",
-				"| 2000 | 12 | 19.53 | 10 | 90 | 45 | 22.5 | 22.5 | 45 |", "| limit: CPU saturated: x |", "| holds |"},
+				"| 2000 | 12 | 19.53 | 10 | 0 | 12000 | 20 | 300 | 0 | 0 | 0 | 0 | 90 | 45 | 22.5 | 22.5 | 45 | 0 |", "| limit: CPU saturated: x |", "| holds |"},
 			held: 2000,
 		},
 		{
@@ -69,7 +70,18 @@ func TestFleetMaxReport(t *testing.T) {
 			steps: []fleetMaxStep{func() fleetMaxStep { s := heldStep(1000, 6, 45); s.figs.machineBusy = 0.99; return s }(),
 				{nodes: 1500, verdict: "not all 1500 nodes Ready in time (bootproof exited: TLS handshake timeout)"}},
 			want: []string{"largest fleet this machine held is 1000 nodes; at 1500 nodes: not all 1500 nodes Ready in time (bootproof exited: TLS handshake timeout).",
-				"other processes took up to 68 CPU s/min of the machine's 120"},
+				"other processes took up to 68 CPU s/min of the machine's 120", "the machine was 99% busy in the 1000-node window"},
+			held: 1000,
+		},
+		{
+			name: "restart",
+			steps: []fleetMaxStep{heldStep(1000, 6, 45),
+				func() fleetMaxStep {
+					s := heldStep(2000, 12, 80)
+					s.figs.restarted, s.verdict = "kube-controller-manager exited", "control plane restarted: kube-controller-manager exited"
+					return s
+				}()},
+			want: []string{"| 2000 | 12 | 19.53 | 10 | 0 | 12000 | 20 | 300 | 0 | 0 | 0 | 0 | - | - | - | - | - | - | - | - | - | - | limit: control plane restarted"},
 			held: 1000,
 		},
 	} {
