@@ -20,6 +20,10 @@ LIBVIRT_PARALLEL ?= 2
 BENCH_FLEET_NODES ?= 1000
 BENCH_FLEET_SETTLE ?= 30s
 BENCH_FLEET_WINDOW ?= 120s
+# Node counts of 'make bench-fleet-max' (increasing), and each step's settling time and window.
+BENCH_FLEETMAX_STEPS ?= 1000,2000,3000,4000,5000,6000,8000,10000
+BENCH_FLEETMAX_SETTLE ?= 20s
+BENCH_FLEETMAX_WINDOW ?= 60s
 # Build tags for 'make build' (libvirt: VM support, needs libvirt-dev).
 GOTAGS ?=
 
@@ -112,6 +116,13 @@ bench-fleet: controlplane build kwok ## bootproof's fleet vs KWOK, BENCH_FLEET_N
 	  BOOTPROOF_BENCH_FLEET_SETTLE=$(BENCH_FLEET_SETTLE) BOOTPROOF_BENCH_FLEET_WINDOW=$(BENCH_FLEET_WINDOW) \
 	  $(GO) test -run '^$$' -bench BenchmarkFleetVsKWOK -benchtime 1x -timeout 60m -v ./harness/bench/
 	@echo "figures written to $(REPORTS_DIR)/bench/fleet-vs-kwok.md"
+
+.PHONY: bench-fleet-max
+bench-fleet-max: controlplane build ## The largest fleet this machine holds: bootproof's fleet alone at BENCH_FLEETMAX_STEPS nodes, until false NotReady or saturation; reports/bench/fleet-max.{json,md}.
+	BOOTPROOF_BENCH_DIR=$(REPORTS_DIR)/bench BOOTPROOF_BENCH_FLEETMAX_STEPS=$(BENCH_FLEETMAX_STEPS) \
+	  BOOTPROOF_BENCH_FLEETMAX_SETTLE=$(BENCH_FLEETMAX_SETTLE) BOOTPROOF_BENCH_FLEETMAX_WINDOW=$(BENCH_FLEETMAX_WINDOW) \
+	  $(GO) test -run '^$$' -bench BenchmarkFleetMax -benchtime 1x -timeout 120m -v ./harness/bench/
+	@echo "figures written to $(REPORTS_DIR)/bench/fleet-max.md"
 
 .PHONY: run
 run: controlplane build ## Run the whole catalog with the bootid and legacy subjects on the embedded cluster; reports under reports/latest/.

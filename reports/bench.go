@@ -55,6 +55,56 @@ type BenchResult struct {
 	Notes       []string                `json:"notes,omitempty"`
 	// Comparison, when set, puts two sides' figures side by side.
 	Comparison *BenchComparison `json:"comparison,omitempty"`
+	// Table, when set, holds one row per step of a benchmark that measures
+	// at several sizes (say a fleet at increasing node counts).
+	Table *BenchTable `json:"table,omitempty"`
+}
+
+// BenchTable is a table of figures: a column per figure, a row per step,
+// and a note per row (say why a step ended the run).
+type BenchTable struct {
+	Columns []TableColumn `json:"columns"`
+	Rows    []TableRow    `json:"rows"`
+}
+
+// TableColumn names one column of a BenchTable and its unit.
+type TableColumn struct {
+	Name string `json:"name"`
+	Unit string `json:"unit,omitempty"`
+}
+
+// TableRow is one row of a BenchTable: a value per column, in order; a
+// row shorter than the columns was not measured past its last value (the
+// Markdown shows "-").
+type TableRow struct {
+	Values []float64 `json:"values"`
+	Note   string    `json:"note,omitempty"`
+}
+
+func (t *BenchTable) markdown(md *strings.Builder) {
+	md.WriteString("|")
+	for _, c := range t.Columns {
+		if c.Unit != "" {
+			fmt.Fprintf(md, " %s (%s) |", c.Name, c.Unit)
+		} else {
+			fmt.Fprintf(md, " %s |", c.Name)
+		}
+	}
+	md.WriteString(" note |\n|")
+	md.WriteString(strings.Repeat("---|", len(t.Columns)+1))
+	md.WriteString("\n")
+	for _, r := range t.Rows {
+		md.WriteString("|")
+		for i := range t.Columns {
+			v := "-"
+			if i < len(r.Values) {
+				v = num(r.Values[i])
+			}
+			fmt.Fprintf(md, " %s |", v)
+		}
+		fmt.Fprintf(md, " %s |\n", r.Note)
+	}
+	md.WriteString("\n")
 }
 
 // BenchComparison is a side-by-side table of two sides measured in one
@@ -119,6 +169,9 @@ func WriteBench(dir string, r BenchResult) error {
 	fmt.Fprintf(&md, "# %s\n\n%s\n\nMeasured %s on %s.\n\n", r.Name, r.Description, r.Date.Format(time.RFC3339), r.Machine)
 	if r.Comparison != nil {
 		r.Comparison.markdown(&md)
+	}
+	if r.Table != nil {
+		r.Table.markdown(&md)
 	}
 	md.WriteString("| figure | unit | n | min | p50 | p95 | p99 | max |\n|---|---|---|---|---|---|---|---|\n")
 	for _, k := range slices.Sorted(func(yield func(string) bool) {

@@ -333,3 +333,29 @@ func TestSoak(t *testing.T) {
 		t.Errorf("soak.md:\n%s", md)
 	}
 }
+
+// TestBenchTable: a table comes before the figures, with units in the
+// header, "-" past a short row's values, the note last, and survives JSON.
+func TestBenchTable(t *testing.T) {
+	dir := t.TempDir()
+	r := BenchResult{Name: "tab", Description: "d", Date: time.Now(), Machine: "m", Figures: map[string]Distribution{"x": Summarize("s", []float64{1})},
+		Table: &BenchTable{Columns: []TableColumn{{Name: "N"}, {Name: "cpu", Unit: "CPU s/min"}, {Name: "late p99", Unit: "ms"}},
+			Rows: []TableRow{{Values: []float64{1000, 6.5, 120}}, {Values: []float64{2000}, Note: "not all Ready"}}}}
+	if err := WriteBench(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "tab.md"))
+	for _, want := range []string{"| N | cpu (CPU s/min) | late p99 (ms) | note |\n|---|---|---|---|\n", "| 1000 | 6.5 | 120 |  |\n", "| 2000 | - | - | not all Ready |\n"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("tab.md lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Index(string(md), "| N |") > strings.Index(string(md), "| figure | unit | n |") {
+		t.Errorf("the table does not come before the figures:\n%s", md)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "tab.json"))
+	var back BenchResult
+	if err := json.Unmarshal(data, &back); err != nil || back.Table == nil || len(back.Table.Rows) != 2 || back.Table.Rows[1].Note != "not all Ready" {
+		t.Errorf("tab.json: %v %+v", err, back.Table)
+	}
+}

@@ -2,6 +2,7 @@ package bench_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -34,8 +35,17 @@ const (
 type fleetBenchConfig struct {
 	nodes          int
 	settle, window time.Duration
-	binDir         string
-	timing         fakes.Timing
+	// register bounds process start -> all Ready (0: 5 min + 300 ms a node).
+	register time.Duration
+	binDir   string
+	timing   fakes.Timing
+}
+
+func (c fleetBenchConfig) registerTimeout() time.Duration {
+	if c.register > 0 {
+		return c.register
+	}
+	return 5*time.Minute + time.Duration(c.nodes)*300*time.Millisecond
 }
 
 func fleetConfig(b *testing.B) fleetBenchConfig {
@@ -81,6 +91,11 @@ type fleetFigures struct {
 	observed     bench.Figures
 	registration time.Duration // process start -> all N Ready
 	prepare      time.Duration // creating the Nodes beforehand (KWOK)
+	latency      planeLatency  // in the window, from kube-apiserver's /metrics
+	machineBusy  float64       // share of the machine's CPU busy in the window (anyone's)
+	load         [3]float64    // load averages at the window's end
+	restarted    string        // which control-plane process restarted, and why; "" if none
+	grace        time.Duration // the plane's node-monitor grace period
 	note         string
 }
 
@@ -116,8 +131,15 @@ func BenchmarkFleetVsKWOK(b *testing.B) {
 	}
 	for b.Loop() {
 		for _, i := range order {
-			figs[i] = measureFleet(b, c, sides[i])
-			b.Logf("%s", figs[i].note)
+			f, err := measureFleet(b, c, sides[i])
+			if err != nil {
+				b.Fatal(err)
+			}
+			if f.restarted != "" {
+				b.Errorf("%s: a control-plane process restarted during the window (%s): its CPU is not comparable", sides[i].name, f.restarted)
+			}
+			figs[i] = f
+			b.Logf("%s", f.note)
 		}
 	}
 	b.ReportMetric(figs[0].cpu/figs[1].cpu, "cpu-ratio")
@@ -134,9 +156,16 @@ func matchPrefix(p string) func(string) bool {
 	return func(name string) bool { return strings.HasPrefix(name, p) }
 }
 
+// errNotAllReady: the fleet's nodes were not all Ready in time, or the
+// fleet gave up before they were.
+var errNotAllReady = errors.New("not all nodes Ready")
+
 // measureFleet starts a fresh control plane, runs one side's fleet on it,
-// measures it and stops both.
-func measureFleet(b *testing.B, c fleetBenchConfig, s fleetSide) fleetFigures {
+// measures it and stops both. An error wrapping errNotAllReady means the
+// nodes did not all become Ready in time; any other error is broken
+// infrastructure.
+func measureFleet(b *testing.B, c fleetBenchConfig, s fleetSide) (fleetFigures, error) {
+	var f fleetFigures
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dir := b.TempDir()
@@ -144,15 +173,15 @@ func measureFleet(b *testing.B, c fleetBenchConfig, s fleetSide) fleetFigures {
 	cp, err := controlplane.Start(startCtx, controlplane.Config{Dir: filepath.Join(dir, "plane"), BinDir: c.binDir})
 	startCancel()
 	if err != nil {
-		b.Fatalf("%s: start control plane: %v", s.name, err)
+		return f, fmt.Errorf("%s: start control plane: %w", s.name, err)
 	}
 	defer cp.Stop()
+	f.grace = cp.Config().GracePeriod
 	admin := kubernetes.NewForConfigOrDie(cp.RESTConfig())
 	obs, err := bench.Observe(ctx, admin, matchPrefix(s.prefix), c.timing.RenewInterval)
 	if err != nil {
-		b.Fatalf("%s: %v", s.name, err)
+		return f, fmt.Errorf("%s: %w", s.name, err)
 	}
-	var f fleetFigures
 	prep := time.Now()
 	cmd := s.start(b, ctx, cp, c, dir)
 	f.prepare = time.Since(prep) // set by kwok's Node creation; bootproof starts at once
@@ -161,31 +190,98 @@ func measureFleet(b *testing.B, c fleetBenchConfig, s fleetSide) fleetFigures {
 	go func() { _ = cmd.Wait(); close(exited) }()
 	defer stopFleet(b, s.name, cmd, exited)
 
-	regCtx, regCancel := context.WithTimeout(ctx, 5*time.Minute+time.Duration(c.nodes)*300*time.Millisecond)
+	regCtx, regCancel := context.WithTimeout(ctx, c.registerTimeout())
 	go func() {
 		select {
 		case <-exited:
-			b.Errorf("%s exited before its nodes were Ready; log %s", s.name, filepath.Join(dir, s.name+".log"))
 			regCancel()
 		case <-regCtx.Done():
 		}
 	}()
 	err = obs.WaitReady(regCtx, c.nodes)
 	regCancel()
+	logPath := filepath.Join(dir, s.name+".log")
+	select {
+	case <-exited:
+		// Say, its registration timed out against a starved API server.
+		b.Logf("%s exited before its nodes were Ready; log tail:\n%s", s.name, logTail(logPath))
+		return f, fmt.Errorf("%w: %s exited: %s", errNotAllReady, s.name, lastLine(logPath))
+	default:
+	}
 	if err != nil {
-		b.Fatalf("%s: %v; log tail:\n%s", s.name, err, logTail(filepath.Join(dir, s.name+".log")))
+		b.Logf("%s: not all Ready; log tail:\n%s", s.name, logTail(logPath))
+		return f, fmt.Errorf("%w: %w", errNotAllReady, err)
 	}
 	f.registration = time.Since(started)
-	sleepAlive(b, s.name, c.settle, exited)
+	if err := sleepAlive(s.name, c.settle, exited); err != nil {
+		return f, err
+	}
 
 	pids := cp.Pids()
-	cpu0, plane0 := mustCPU(b, cmd.Process.Pid), planeCPU(b, pids)
+	lat0, err := scrapeLatency(ctx, admin)
+	if err != nil {
+		return f, fmt.Errorf("%s: %w", s.name, err)
+	}
+	busy0, total0, err := bench.MachineCPU()
+	if err != nil {
+		return f, err
+	}
+	cpu0, err := bench.CPUSeconds(cmd.Process.Pid)
+	if err != nil {
+		return f, err
+	}
+	plane0, err := planeCPU(pids)
+	if err != nil {
+		return f, err
+	}
 	obs.Record(true)
-	sleepAlive(b, s.name, c.window, exited)
+	if err := sleepAlive(s.name, c.window, exited); err != nil {
+		return f, err
+	}
 	obs.Record(false)
-	cpu1, plane1 := mustCPU(b, cmd.Process.Pid), planeCPU(b, pids)
+	cpu1, err := bench.CPUSeconds(cmd.Process.Pid)
+	if err != nil {
+		return f, err
+	}
+	plane1, err := planeCPU(pids)
+	if now := cp.Pids(); !maps.Equal(pids, now) {
+		// A restarted process's CPU is not comparable: 0 for it, the
+		// others' as measured.
+		f.restarted = restartDetail(cp) + " (its CPU in the window not measured)"
+		plane1, err = map[string]float64{}, nil
+		for name, pid := range pids {
+			plane1[name] = plane0[name]
+			if now[name] == pid {
+				if v, err := bench.CPUSeconds(pid); err == nil {
+					plane1[name] = v
+				}
+			}
+		}
+	}
+	if err != nil {
+		return f, err
+	}
+	busy1, total1, err := bench.MachineCPU()
+	if err != nil {
+		return f, err
+	}
+	if f.load, err = bench.LoadAverage(); err != nil {
+		return f, err
+	}
+	lat1, err := scrapeLatency(ctx, admin)
+	if err != nil {
+		return f, fmt.Errorf("%s: %w", s.name, err)
+	}
 	if f.mem, err = bench.MemoryOf(cmd.Process.Pid); err != nil {
-		b.Fatalf("%s: %v", s.name, err)
+		return f, fmt.Errorf("%s: %w", s.name, err)
+	}
+	if f.restarted == "" && (!maps.Equal(pids, cp.Pids()) || len(cp.Outages()) > 0) {
+		f.restarted = restartDetail(cp)
+	}
+	if f.restarted == "" {
+		if f.latency, err = lat1.sub(lat0); err != nil {
+			return f, fmt.Errorf("%s: %w", s.name, err)
+		}
 	}
 	f.observed = obs.Figures()
 	perMin := c.window.Minutes()
@@ -194,35 +290,101 @@ func measureFleet(b *testing.B, c fleetBenchConfig, s fleetSide) fleetFigures {
 	for name := range plane0 {
 		f.plane[name] = (plane1[name] - plane0[name]) / perMin
 	}
-	if !maps.Equal(pids, cp.Pids()) {
-		b.Errorf("%s: a control-plane process restarted during the window (%v -> %v): its CPU is not comparable", s.name, pids, cp.Pids())
+	if total1 > total0 {
+		f.machineBusy = (busy1 - busy0) / (total1 - total0)
 	}
 	f.note = sideNote(s.name, c, f)
-	return f
+	return f, nil
 }
 
-func mustCPU(b *testing.B, pid int) float64 {
-	v, err := bench.CPUSeconds(pid)
-	if err != nil {
-		b.Fatal(err)
+// restartDetail names the control-plane processes that restarted and the
+// last fatal line of each one's log (say kube-controller-manager's "leader
+// election lost" on a starved machine).
+func restartDetail(cp *controlplane.ControlPlane) string {
+	var parts []string
+	for _, o := range cp.Outages() {
+		d := o.Process + " exited (" + o.Detail + ")"
+		if line := lastFatal(filepath.Join(cp.Dir(), "logs", o.Process+".log")); line != "" {
+			d += ": " + line
+		}
+		parts = append(parts, d)
 	}
-	return v
+	if len(parts) == 0 {
+		return "a control-plane process restarted"
+	}
+	return strings.Join(parts, "; ")
 }
 
-func planeCPU(b *testing.B, pids map[string]int) map[string]float64 {
+// lastFatal returns the last line of a log that says why the process
+// ended: a klog fatal line (F...) or "leaderelection lost" (which
+// kube-controller-manager logs as an error before it exits); "" if none.
+func lastFatal(path string) string {
+	data, _ := os.ReadFile(path)
+	lines := strings.Split(string(data), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := lines[i]
+		if (len(l) > 1 && l[0] == 'F' && l[1] >= '0' && l[1] <= '9') || strings.Contains(l, "leaderelection lost") {
+			return l[:min(len(l), 300)]
+		}
+	}
+	return ""
+}
+
+// planeLatency is what kube-apiserver's /metrics tells of request
+// latency: its requests to etcd, and the mutating requests it serves.
+type planeLatency struct {
+	etcd, mutating bench.Histogram
+}
+
+// mutatingVerbs are the verbs of apiserver_request_duration_seconds that
+// write.
+var mutatingVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPLY": true, "DELETE": true, "DELETECOLLECTION": true}
+
+func scrapeLatency(ctx context.Context, client kubernetes.Interface) (planeLatency, error) {
+	var l planeLatency
+	data, err := bench.FetchMetrics(ctx, client.CoreV1().RESTClient())
+	if err != nil {
+		return l, err
+	}
+	if l.etcd, err = bench.ParseHistogram(data, bench.MetricEtcdRequest, nil); err != nil {
+		return l, err
+	}
+	l.mutating, err = bench.ParseHistogram(data, bench.MetricAPIRequest, func(labels map[string]string) bool { return mutatingVerbs[labels["verb"]] })
+	return l, err
+}
+
+func (l planeLatency) sub(earlier planeLatency) (planeLatency, error) {
+	var d planeLatency
+	var err error
+	if d.etcd, err = l.etcd.Sub(earlier.etcd); err != nil {
+		return d, fmt.Errorf("%s: %w", bench.MetricEtcdRequest, err)
+	}
+	if d.mutating, err = l.mutating.Sub(earlier.mutating); err != nil {
+		return d, fmt.Errorf("%s: %w", bench.MetricAPIRequest, err)
+	}
+	return d, nil
+}
+
+func planeCPU(pids map[string]int) (map[string]float64, error) {
 	out := map[string]float64{}
 	for name, pid := range pids {
-		out[name] = mustCPU(b, pid)
+		v, err := bench.CPUSeconds(pid)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		out[name] = v
 	}
-	return out
+	return out, nil
 }
 
-// sleepAlive sleeps d, and fails b if the fleet's process ends meanwhile.
-func sleepAlive(b *testing.B, name string, d time.Duration, exited <-chan struct{}) {
+// sleepAlive sleeps d, or returns an error if the fleet's process ends
+// meanwhile.
+func sleepAlive(name string, d time.Duration, exited <-chan struct{}) error {
 	select {
 	case <-time.After(d):
+		return nil
 	case <-exited:
-		b.Fatalf("%s exited while measured", name)
+		return fmt.Errorf("%s exited while measured", name)
 	}
 }
 
@@ -242,6 +404,14 @@ func stopFleet(b *testing.B, name string, cmd *exec.Cmd, exited <-chan struct{})
 		_ = cmd.Process.Kill()
 		<-exited
 	}
+}
+
+// lastLine is the last line of a log, at most 300 bytes.
+func lastLine(path string) string {
+	data, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	l := lines[len(lines)-1]
+	return l[:min(len(l), 300)]
 }
 
 func logTail(path string) string {
@@ -281,11 +451,15 @@ func sideNote(name string, c fleetBenchConfig, f fleetFigures) string {
 	l := reports.Summarize("ms", f.observed.LatenessMs)
 	return fmt.Sprintf("%s, %d nodes: fleet %.2f CPU s/min, RSS %.1f MiB (peak %.1f MiB, %.0f KiB per node); control plane %.2f CPU s/min "+
 		"(kube-apiserver %.2f, etcd %.2f, kube-controller-manager %.2f); %d Node updates with Ready not True (%d transitions); "+
-		"%d lease renewals, lateness p50 %.0f ms p99 %.0f ms max %.0f ms; all Ready %.1f s after start%s.",
+		"%d lease renewals, lateness p50 %.0f ms p99 %.0f ms max %.0f ms; all Ready %.1f s after start%s; "+
+		"etcd requests mean %.1f ms p99 %.0f ms, kube-apiserver mutating requests mean %.1f ms p99 %.0f ms (histograms of /metrics); "+
+		"machine %.0f%% busy in the window, load average %.2f %.2f %.2f at its end.",
 		name, c.nodes, f.cpu, f.mem.RSS, f.mem.Peak, f.mem.RSS*1024/float64(c.nodes), f.planeTotal(),
 		f.plane[controlplane.BinKubeAPIServer], f.plane[controlplane.BinEtcd], f.plane[controlplane.BinKubeControllerManager],
 		f.observed.NotReadyObservations, f.observed.NotReadyTransitions, f.observed.Renewals, l.P50, l.P99, l.Max,
-		f.registration.Seconds(), prepared(f.prepare))
+		f.registration.Seconds(), prepared(f.prepare),
+		f.latency.etcd.Mean()*1000, f.latency.etcd.Quantile(0.99)*1000, f.latency.mutating.Mean()*1000, f.latency.mutating.Quantile(0.99)*1000,
+		f.machineBusy*100, f.load[0], f.load[1], f.load[2])
 }
 
 func prepared(d time.Duration) string {

@@ -77,3 +77,62 @@ func MemoryOf(pid int) (Memory, error) {
 	}
 	return m, nil
 }
+
+// LoadAverage returns the 1, 5 and 15 minute load averages of /proc/loadavg.
+func LoadAverage() ([3]float64, error) {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return [3]float64{}, err
+	}
+	return ParseLoadAverage(string(data))
+}
+
+// ParseLoadAverage reads the first three fields of /proc/loadavg.
+func ParseLoadAverage(s string) ([3]float64, error) {
+	var l [3]float64
+	f := strings.Fields(s)
+	if len(f) < 3 {
+		return l, fmt.Errorf("/proc/loadavg %q: want 3 load averages", s)
+	}
+	for i := range l {
+		v, err := strconv.ParseFloat(f[i], 64)
+		if err != nil {
+			return l, fmt.Errorf("/proc/loadavg %q: %w", s, err)
+		}
+		l[i] = v
+	}
+	return l, nil
+}
+
+// MachineCPU returns the CPU time, in seconds summed over all CPUs, the
+// machine has spent busy (not idle, not waiting for I/O) and in total
+// since boot, from the first line of /proc/stat.
+func MachineCPU() (busy, total float64, err error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	return ParseMachineCPU(line)
+}
+
+// ParseMachineCPU reads the "cpu" line of /proc/stat (user nice system
+// idle iowait irq softirq steal ..., in USER_HZ); guest time is already in
+// user and nice, so only the first 8 fields count.
+func ParseMachineCPU(line string) (busy, total float64, err error) {
+	f := strings.Fields(line)
+	if len(f) < 5 || f[0] != "cpu" {
+		return 0, 0, fmt.Errorf("/proc/stat %q: want the cpu line", line)
+	}
+	for i, s := range f[1:min(len(f), 9)] {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("/proc/stat %q: %w", line, err)
+		}
+		total += v
+		if i != 3 && i != 4 { // idle, iowait
+			busy += v
+		}
+	}
+	return busy / userHZ, total / userHZ, nil
+}

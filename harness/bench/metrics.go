@@ -1,0 +1,152 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"k8s.io/client-go/rest"
+)
+
+// Latency histograms of kube-apiserver's /metrics the fleet benchmarks read.
+const (
+	// MetricEtcdRequest is kube-apiserver's view of etcd: the duration of
+	// each request it sends to etcd, by operation and type.
+	MetricEtcdRequest = "etcd_request_duration_seconds"
+	// MetricAPIRequest is the duration of each request kube-apiserver
+	// serves, by verb and resource.
+	MetricAPIRequest = "apiserver_request_duration_seconds"
+)
+
+// Histogram is a Prometheus histogram, the sum of every series of one
+// metric that a filter kept: cumulative counts per upper bound (the last
+// bound +Inf), the total count and the sum of the observations.
+type Histogram struct {
+	Bounds []float64
+	Counts []float64 // cumulative: observations <= Bounds[i]
+	Count  float64
+	Sum    float64
+}
+
+// ParseHistogram reads Prometheus text exposition data and returns the sum
+// of the series of histogram name whose labels keep accepts (nil: all).
+// Series with other bucket bounds than the first kept one are an error.
+// A metric that is absent gives an empty Histogram.
+func ParseHistogram(data []byte, name string, keep func(labels map[string]string) bool) (Histogram, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(bytes.NewReader(data))
+	if err != nil {
+		return Histogram{}, fmt.Errorf("parse metrics: %w", err)
+	}
+	var h Histogram
+	f, ok := families[name]
+	if !ok {
+		return h, nil
+	}
+	if f.GetType() != dto.MetricType_HISTOGRAM {
+		return h, fmt.Errorf("metric %s: type %s, want histogram", name, f.GetType())
+	}
+	for _, m := range f.GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if keep != nil && !keep(labels) {
+			continue
+		}
+		hm := m.GetHistogram()
+		var bounds, counts []float64
+		for _, b := range hm.GetBucket() {
+			bounds = append(bounds, b.GetUpperBound())
+			counts = append(counts, float64(b.GetCumulativeCount()))
+		}
+		if len(bounds) == 0 || !math.IsInf(bounds[len(bounds)-1], 1) {
+			bounds = append(bounds, math.Inf(1))
+			counts = append(counts, float64(hm.GetSampleCount()))
+		}
+		if h.Bounds == nil {
+			h.Bounds, h.Counts = bounds, make([]float64, len(bounds))
+		} else if !slices.Equal(h.Bounds, bounds) {
+			return Histogram{}, fmt.Errorf("metric %s: series with buckets %v and %v", name, h.Bounds, bounds)
+		}
+		for i, c := range counts {
+			h.Counts[i] += c
+		}
+		h.Count += float64(hm.GetSampleCount())
+		h.Sum += hm.GetSampleSum()
+	}
+	return h, nil
+}
+
+// Sub returns h minus an earlier scrape of the same histogram: the
+// observations made in between. An empty earlier scrape subtracts nothing.
+func (h Histogram) Sub(earlier Histogram) (Histogram, error) {
+	if earlier.Bounds == nil {
+		return h, nil
+	}
+	if h.Bounds == nil {
+		return Histogram{}, fmt.Errorf("histogram gone since the earlier scrape")
+	}
+	if !slices.Equal(h.Bounds, earlier.Bounds) {
+		return Histogram{}, fmt.Errorf("histogram buckets changed: %v, earlier %v", h.Bounds, earlier.Bounds)
+	}
+	d := Histogram{Bounds: h.Bounds, Counts: make([]float64, len(h.Counts)), Count: h.Count - earlier.Count, Sum: h.Sum - earlier.Sum}
+	for i := range h.Counts {
+		d.Counts[i] = h.Counts[i] - earlier.Counts[i]
+		if d.Counts[i] < 0 {
+			return Histogram{}, fmt.Errorf("histogram counts fell (a restart?): bucket %v from %v to %v", h.Bounds[i], earlier.Counts[i], h.Counts[i])
+		}
+	}
+	return d, nil
+}
+
+// Mean is the mean observation (0 without observations).
+func (h Histogram) Mean() float64 {
+	if h.Count <= 0 {
+		return 0
+	}
+	return h.Sum / h.Count
+}
+
+// Quantile estimates quantile q (0..1) as Prometheus's histogram_quantile
+// does: linear interpolation inside the bucket the rank falls in, the
+// first bucket starting at 0; a rank in the +Inf bucket gives the highest
+// finite bound. Without observations it is 0.
+func (h Histogram) Quantile(q float64) float64 {
+	n := len(h.Counts)
+	if n == 0 || h.Counts[n-1] <= 0 {
+		return 0
+	}
+	rank := q * h.Counts[n-1]
+	i, _ := slices.BinarySearch(h.Counts, rank)
+	i = min(i, n-1)
+	if math.IsInf(h.Bounds[i], 1) {
+		if i == 0 {
+			return 0
+		}
+		return h.Bounds[i-1]
+	}
+	lo, below := 0.0, 0.0
+	if i > 0 {
+		lo, below = h.Bounds[i-1], h.Counts[i-1]
+	}
+	in := h.Counts[i] - below
+	if in <= 0 {
+		return h.Bounds[i]
+	}
+	return lo + (h.Bounds[i]-lo)*(rank-below)/in
+}
+
+// FetchMetrics GETs /metrics from the API server client talks to.
+func FetchMetrics(ctx context.Context, client rest.Interface) ([]byte, error) {
+	data, err := client.Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("get /metrics: %w", err)
+	}
+	return data, nil
+}
