@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -83,9 +84,27 @@ type Backend struct {
 	// requested downtime is the whole time the node is down: the domain is
 	// held (paused or off) for the downtime minus the node's estimate.
 	BootEstimate time.Duration
+
+	mu        sync.Mutex
+	timelines []BootTimeline
 }
 
 var _ scenarios.NodeBackend = (*Backend)(nil)
+
+// BootTimelines returns the timelines of the reboots of every node set of
+// the backend so far whose agent reported its boot's milestones, in the
+// order the reboots completed.
+func (b *Backend) BootTimelines() []BootTimeline {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.timelines)
+}
+
+func (b *Backend) addTimeline(t BootTimeline) {
+	b.mu.Lock()
+	b.timelines = append(b.timelines, t)
+	b.mu.Unlock()
+}
 
 // Name implements scenarios.NodeBackend.
 func (b *Backend) Name() string { return "libvirt" }
