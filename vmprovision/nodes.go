@@ -53,6 +53,12 @@ type Backend struct {
 	Hypervisor Hypervisor
 	// Image is the built main initramfs and its kernel.
 	Image *Image
+	// Kernel is the kernel image the domains boot (PVHKernel); empty
+	// means the image's bzImage (Image.Kernel.Vmlinuz()).
+	Kernel string
+	// Firmware is the BIOS image of the domains (DomainSpec.Firmware);
+	// empty means QEMU's default.
+	Firmware string
 	// Credentials issues the node's identity (system:node:<name>).
 	Credentials func(node string) (*rest.Config, error)
 	// APIServer is the API server URL as the host reaches it (e.g.
@@ -233,7 +239,11 @@ func (b *Backend) defineNode(name string, req scenarios.ProvisionRequest, g gues
 		return nil, fmt.Errorf("node %s: %w", name, err)
 	}
 	n := &vmNode{name: name, ctlURL: fmt.Sprintf("http://127.0.0.1:%d", port), secret: secret, serial: filepath.Join(b.Dir, name+".serial.log")}
-	xml, err := DomainXML(DomainSpec{Name: DomainName(b.RunID, name), Kernel: b.Image.Kernel.Vmlinuz(), Initrd: initrd,
+	kernel := b.Kernel
+	if kernel == "" {
+		kernel = b.Image.Kernel.Vmlinuz()
+	}
+	xml, err := DomainXML(DomainSpec{Name: DomainName(b.RunID, name), Kernel: kernel, Initrd: initrd, Firmware: b.Firmware,
 		SerialLog: n.serial, ControlPort: port, KVM: b.KVM, APIServer: g.target, Forwarder: g.forwarder, Description: b.Owner})
 	if err != nil {
 		return nil, err
