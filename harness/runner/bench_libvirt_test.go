@@ -3,6 +3,7 @@
 package runner_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -65,7 +66,11 @@ func benchLibvirtReboot(b *testing.B, root, accel string, sc *scenarios.Scenario
 		b.Fatal(err)
 	}
 	defer emb.Stop()
-	vm, err := backend.StartLibvirt(ctx, emb, backend.LibvirtConfig{Accel: accel, Agent: filepath.Join(root, "bin", "bootproof-agent"),
+	// BOOTPROOF_BENCH_VM_FIRMWARE (auto, seabios or a ROM) and
+	// BOOTPROOF_BENCH_VM_BZIMAGE=1 measure the boot paths the default
+	// replaced.
+	firmware, bzImage := os.Getenv("BOOTPROOF_BENCH_VM_FIRMWARE"), os.Getenv("BOOTPROOF_BENCH_VM_BZIMAGE") == "1"
+	vm, err := backend.StartLibvirt(ctx, emb, backend.LibvirtConfig{Accel: accel, Agent: filepath.Join(root, "bin", "bootproof-agent"), Firmware: firmware, BzImage: bzImage,
 		// Not b.TempDir(): QEMU runs as another user and cannot enter it.
 		CacheDir: filepath.Join(root, ".cache"), Dir: filepath.Join(root, ".cache", "vm", fmt.Sprintf("bench-%s-%d", accel, time.Now().Unix()))})
 	if err != nil {
@@ -145,9 +150,9 @@ func benchLibvirtReboot(b *testing.B, root, accel string, sc *scenarios.Scenario
 	if dir := os.Getenv(reports.EnvBenchDir); dir != "" {
 		err := reports.WriteBench(dir, reports.BenchResult{
 			Name: "libvirt-reboot-" + vm.Accel,
-			Description: fmt.Sprintf("one libvirt VM node (%s, guest kernel %s) hard-reset %d times with no extra downtime, bootid subject in-process, embedded cluster (grace period 30s, fast timing profile); "+
+			Description: fmt.Sprintf("one libvirt VM node (%s, guest kernel %s booted as %s, firmware %s) hard-reset %d times with no extra downtime, bootid subject in-process, embedded cluster (grace period 30s, fast timing profile); "+
 				"reset -> heartbeat = reset until the new bootID is visible in the API; reset -> loaded = reset until the module is loaded in the new boot (the guest's /proc/modules); reload = new bootID visible -> loaded.",
-				vm.Accel, vm.KernelVersion, reboots),
+				vm.Accel, vm.KernelVersion, bootKernel(vm.Backend.Kernel), cmp.Or(vm.Backend.Firmware, "SeaBIOS (QEMU's default)"), reboots),
 			Date: time.Now(), Machine: reports.MachineDescription(),
 			Figures: figures,
 			Notes: []string{
@@ -165,6 +170,14 @@ func benchLibvirtReboot(b *testing.B, root, accel string, sc *scenarios.Scenario
 			b.Fatal(err)
 		}
 	}
+}
+
+// bootKernel names the kernel image the domains boot.
+func bootKernel(path string) string {
+	if path == "" {
+		return "its bzImage"
+	}
+	return "its uncompressed ELF at the PVH entry"
 }
 
 // loadAverage is the host's 1, 5 and 15 minute load averages: VM timings
