@@ -96,7 +96,7 @@ func benchLibvirtReboot(b *testing.B, root, accel string, sc *scenarios.Scenario
 		}
 	}()
 	timelines := map[string]vmprovision.BootTimeline{}
-	for _, t := range vm.Backend.BootTimelines() {
+	for _, t := range vm.BootTimelines() {
 		timelines[t.NewBootID] = t
 	}
 	var heartbeat, loaded, reload, uncertainty []float64
@@ -152,7 +152,7 @@ func benchLibvirtReboot(b *testing.B, root, accel string, sc *scenarios.Scenario
 			Name: "libvirt-reboot-" + vm.Accel,
 			Description: fmt.Sprintf("one libvirt VM node (%s, guest kernel %s booted as %s, firmware %s) hard-reset %d times with no extra downtime, bootid subject in-process, embedded cluster (grace period 30s, fast timing profile); "+
 				"reset -> heartbeat = reset until the new bootID is visible in the API; reset -> loaded = reset until the module is loaded in the new boot (the guest's /proc/modules); reload = new bootID visible -> loaded.",
-				vm.Accel, vm.KernelVersion, bootKernel(vm.Backend.Kernel), cmp.Or(vm.Backend.Firmware, "SeaBIOS (QEMU's default)"), reboots),
+				vm.Accel, vm.KernelVersion, bootKernel(vm.Kernel), cmp.Or(vm.Firmware, "SeaBIOS (QEMU's default)"), reboots),
 			Date: time.Now(), Machine: reports.MachineDescription(),
 			Figures: figures,
 			Notes: []string{
