@@ -152,7 +152,7 @@ e2e-libvirt: controlplane gotestsum ## Real VMs: every reboot mode over libvirt,
 	@echo "JUnit: $(REPORTS_DIR)/junit-libvirt.xml (catalog), $(REPORTS_DIR)/junit-libvirt-modes.xml (reboot modes); report and serial logs: $(REPORTS_DIR)/libvirt/"
 
 .PHONY: bench-libvirt
-bench-libvirt: controlplane build-libvirt ## VM reboot latency (reset -> first heartbeat, reset -> module loaded) over 5 reboots; figures in reports/bench/.
+bench-libvirt: controlplane build-libvirt ## VM reboot latency (reset -> first heartbeat, reset -> module loaded, and the boot phases between) over 5 reboots; figures in reports/bench/.
 	@hack/preflight-libvirt.sh
 	BOOTPROOF_VM_TEST=1 BOOTPROOF_BENCH_DIR=$(REPORTS_DIR)/bench $(GO) test -tags libvirt -run '^$$' -bench BenchmarkLibvirtReboot -benchtime 1x -timeout 30m ./harness/runner/
 	@echo "figures written to $(REPORTS_DIR)/bench/"

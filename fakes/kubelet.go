@@ -213,19 +213,25 @@ func (k *Kubelet) Start(ctx context.Context) error {
 	k.base = ctx
 	k.mu.Unlock()
 	pods := k.cfg.Pods
+	var own *InformerPodSource
 	if pods == nil {
-		src, err := NewInformerPodSource(k.cfg.Client, k.cfg.NodeName)
-		if err != nil {
+		// Its own informer starts with the registration, as a kubelet's
+		// does: the first heartbeat of a boot does not wait for the pod
+		// list. Subscribed before it runs, the kubelet gets every pod as
+		// an event.
+		var err error
+		if own, err = NewInformerPodSource(k.cfg.Client, k.cfg.NodeName); err != nil {
 			return err
 		}
-		if err := src.Start(ctx); err != nil {
-			return fmt.Errorf("kubelet %s: %w", k.cfg.NodeName, err)
-		}
-		defer src.Shutdown()
-		pods = src
+		pods = own
 	}
 	unsubscribe := pods.Subscribe(k.cfg.NodeName, k.pods.onPod)
 	defer unsubscribe()
+	if own != nil {
+		sctx, stop := context.WithCancel(ctx)
+		defer func() { stop(); own.Shutdown() }()
+		own.Run(sctx)
+	}
 	k.life.Lock()
 	err := k.startLifetime(ctx, Startup{})
 	k.life.Unlock()

@@ -164,10 +164,12 @@ func (s *nodeStatus) register(ctx context.Context) error {
 	if old.Labels[scenarios.SimulatedLabel] != "true" {
 		return &ForeignNodeError{Node: s.cfg.NodeName}
 	}
-	if prev, cur := old.Status.NodeInfo.BootID, s.cfg.Kernel.BootID(); prev != "" && prev != cur {
+	// The new boot's status first, then the event that reports it.
+	err = s.patch(ctx, old)
+	if prev, cur := old.Status.NodeInfo.BootID, s.cfg.Kernel.BootID(); err == nil && prev != "" && prev != cur {
 		s.event(ctx, old, corev1.EventTypeWarning, "Rebooted", fmt.Sprintf("Node %s has been rebooted, boot id: %s", s.cfg.NodeName, cur))
 	}
-	return s.patch(ctx, old)
+	return err
 }
 
 // post computes status and posts it when it changed or when the

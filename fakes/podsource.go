@@ -90,7 +90,15 @@ func (s *InformerPodSource) dispatch(obj any, deleted bool) {
 
 // Start runs the informer until ctx ends and waits for its first sync.
 func (s *InformerPodSource) Start(ctx context.Context) error {
-	s.factory.Start(ctx.Done())
+	s.Run(ctx)
+	return s.WaitSynced(ctx)
+}
+
+// Run runs the informer until ctx ends, without waiting for its sync.
+func (s *InformerPodSource) Run(ctx context.Context) { s.factory.Start(ctx.Done()) }
+
+// WaitSynced waits for the informer's first sync.
+func (s *InformerPodSource) WaitSynced(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), s.informer.HasSynced) {
 		return fmt.Errorf("pod informer did not sync: %w", ctx.Err())
 	}

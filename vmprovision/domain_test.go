@@ -12,6 +12,8 @@ func TestDomainXML(t *testing.T) {
 	}
 	fwd := base
 	fwd.APIServer, fwd.Forwarder = "127.0.0.1:39411", "/usr/bin/socat"
+	fast := base
+	fast.Kernel, fast.Firmware = "/cache/kernel/vmlinux-6.1.0-57-amd64", "/usr/share/qemu/qboot.rom"
 	kvm := base
 	kvm.KVM, kvm.MemoryMiB, kvm.VCPUs, kvm.Cmdline = true, 1024, 2, "console=ttyS0 panic=1 quiet"
 	tests := []struct {
@@ -22,6 +24,7 @@ func TestDomainXML(t *testing.T) {
 	}{
 		{name: "tcg defaults", spec: base, golden: "domain/tcg.xml.golden"},
 		{name: "kvm", spec: kvm, golden: "domain/kvm.xml.golden"},
+		{name: "pvh kernel and qboot", spec: fast, golden: "domain/qboot.xml.golden"},
 		{name: "api server forward", spec: fwd, golden: "domain/forward.xml.golden"},
 		{name: "forward target with a comma", spec: DomainSpec{Name: "x", Kernel: "k", Initrd: "i", SerialLog: "s", ControlPort: 1, APIServer: "a,b:1"}, wantErr: "forward target"},
 		{name: "forwarder with a space", spec: DomainSpec{Name: "x", Kernel: "k", Initrd: "i", SerialLog: "s", ControlPort: 1, APIServer: "a:1", Forwarder: "/bin/sh -c"}, wantErr: "forwarder"},

@@ -192,7 +192,8 @@ func TestLibvirtResetBench(t *testing.T) {
 
 // libvirtBackend connects to libvirt (closed when the test ends) and
 // returns a VM backend on the fixture's plane and image, with run ID
-// prefix plus the time.
+// prefix plus the time, booting as the harness does: the kernel at its
+// PVH entry, and Qboot where it is installed.
 func (fx *vmFixture) libvirtBackend(t *testing.T, prefix string) (*vmprovision.Backend, *vmprovision.Libvirt) {
 	t.Helper()
 	hv, err := vmprovision.ConnectLibvirt("")
@@ -200,8 +201,17 @@ func (fx *vmFixture) libvirtBackend(t *testing.T, prefix string) (*vmprovision.B
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = hv.Close() })
+	kernel, err := vmprovision.PVHKernel(context.Background(), fx.kernel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	firmware := ""
+	if _, err := os.Stat(vmprovision.QbootPath); err == nil {
+		firmware = vmprovision.QbootPath
+	}
 	run := prefix + time.Now().UTC().Format("150405")
 	return &vmprovision.Backend{
+		Kernel: kernel, Firmware: firmware,
 		Hypervisor: hv, Image: fx.img, APIServer: fx.apiURL, Admin: fx.admin, RunID: run, Dir: filepath.Join(fx.cache, "vm", run),
 		Credentials: func(node string) (*rest.Config, error) {
 			c, err := fx.cp.NodeCredentials(node)

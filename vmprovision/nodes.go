@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -52,6 +53,12 @@ type Backend struct {
 	Hypervisor Hypervisor
 	// Image is the built main initramfs and its kernel.
 	Image *Image
+	// Kernel is the kernel image the domains boot (PVHKernel); empty
+	// means the image's bzImage (Image.Kernel.Vmlinuz()).
+	Kernel string
+	// Firmware is the BIOS image of the domains (DomainSpec.Firmware);
+	// empty means QEMU's default.
+	Firmware string
 	// Credentials issues the node's identity (system:node:<name>).
 	Credentials func(node string) (*rest.Config, error)
 	// APIServer is the API server URL as the host reaches it (e.g.
@@ -83,9 +90,27 @@ type Backend struct {
 	// requested downtime is the whole time the node is down: the domain is
 	// held (paused or off) for the downtime minus the node's estimate.
 	BootEstimate time.Duration
+
+	mu        sync.Mutex
+	timelines []BootTimeline
 }
 
 var _ scenarios.NodeBackend = (*Backend)(nil)
+
+// BootTimelines returns the timelines of the reboots of every node set of
+// the backend so far whose agent reported its boot's milestones, in the
+// order the reboots completed.
+func (b *Backend) BootTimelines() []BootTimeline {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.timelines)
+}
+
+func (b *Backend) addTimeline(t BootTimeline) {
+	b.mu.Lock()
+	b.timelines = append(b.timelines, t)
+	b.mu.Unlock()
+}
 
 // Name implements scenarios.NodeBackend.
 func (b *Backend) Name() string { return "libvirt" }
@@ -214,7 +239,11 @@ func (b *Backend) defineNode(name string, req scenarios.ProvisionRequest, g gues
 		return nil, fmt.Errorf("node %s: %w", name, err)
 	}
 	n := &vmNode{name: name, ctlURL: fmt.Sprintf("http://127.0.0.1:%d", port), secret: secret, serial: filepath.Join(b.Dir, name+".serial.log")}
-	xml, err := DomainXML(DomainSpec{Name: DomainName(b.RunID, name), Kernel: b.Image.Kernel.Vmlinuz(), Initrd: initrd,
+	kernel := b.Kernel
+	if kernel == "" {
+		kernel = b.Image.Kernel.Vmlinuz()
+	}
+	xml, err := DomainXML(DomainSpec{Name: DomainName(b.RunID, name), Kernel: kernel, Initrd: initrd, Firmware: b.Firmware,
 		SerialLog: n.serial, ControlPort: port, KVM: b.KVM, APIServer: g.target, Forwarder: g.forwarder, Description: b.Owner})
 	if err != nil {
 		return nil, err

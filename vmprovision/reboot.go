@@ -133,5 +133,25 @@ func (ns *NodeSet) Reboot(ctx context.Context, node string, r scenarios.RebootRe
 	n.mu.Lock()
 	n.boot = agentUp.Sub(booting)
 	n.mu.Unlock()
+	ns.recordTimeline(ctx, n, BootTimeline{Node: node, Mode: mode, OldBootID: old.BootID, NewBootID: st.BootID, Reset: start})
 	return scenarios.RebootOutcome{OldBootID: old.BootID, NewBootID: st.BootID, Downtime: time.Since(start)}, nil
+}
+
+// recordTimeline asks the node's agent for its boot's milestones once
+// the Node reports the new boot, places them on the host's clock and
+// keeps the timeline (Backend.BootTimelines). An agent that does not
+// report them, or an answer from another boot, leaves no timeline.
+func (ns *NodeSet) recordTimeline(ctx context.Context, n *vmNode, t BootTimeline) {
+	sent := time.Now()
+	st, err := ns.state(ctx, n)
+	received := time.Now()
+	switch {
+	case err != nil:
+		ns.log.Info("no boot timeline", "node", n.name, "error", err.Error())
+		return
+	case st.Boot == nil || st.BootID != t.NewBootID:
+		return
+	}
+	PlaceBootTimes(&t, *st.Boot, sent, received)
+	ns.b.addTimeline(t)
 }

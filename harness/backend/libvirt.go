@@ -43,6 +43,35 @@ type LibvirtConfig struct {
 	Accel string
 	// ProbeTimeout bounds the KVM probe boot; default 20s.
 	ProbeTimeout time.Duration
+	// Firmware is the guests' BIOS: FirmwareAuto (default) is Qboot
+	// where it is installed (vmprovision.QbootPath), else QEMU's default
+	// SeaBIOS; FirmwareSeaBIOS is QEMU's default; any other value is the
+	// path of a BIOS ROM.
+	Firmware string
+	// BzImage boots the kernel's bzImage as packaged; by default the
+	// domains boot its uncompressed ELF kernel at its PVH entry point
+	// (vmprovision.PVHKernel) where the kernel has one.
+	BzImage bool
+}
+
+// Firmware choices of the libvirt backend.
+const (
+	FirmwareAuto    = "auto"
+	FirmwareSeaBIOS = "seabios"
+)
+
+// firmware is the BIOS ROM the domains run; empty: QEMU's default.
+func (c *LibvirtConfig) firmware() string {
+	switch c.Firmware {
+	case "", FirmwareAuto:
+		if _, err := os.Stat(vmprovision.QbootPath); err == nil {
+			return vmprovision.QbootPath
+		}
+		return ""
+	case FirmwareSeaBIOS:
+		return ""
+	}
+	return c.Firmware
 }
 
 // Default fills in defaults.
@@ -91,6 +120,11 @@ func (c *LibvirtConfig) Validate() error {
 	if c.KernelDir != "" {
 		if _, err := os.Stat(c.KernelDir); err != nil {
 			return fmt.Errorf("kernel directory: %w", err)
+		}
+	}
+	if fw := c.firmware(); fw != "" {
+		if st, err := os.Stat(fw); err != nil || st.IsDir() {
+			return fmt.Errorf("firmware %q: not a file: accepted: %s, %s or a BIOS ROM's path", c.Firmware, FirmwareAuto, FirmwareSeaBIOS)
 		}
 	}
 	return nil

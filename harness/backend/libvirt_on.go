@@ -3,6 +3,7 @@
 package backend
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -109,6 +110,16 @@ func StartLibvirt(ctx context.Context, cl scenarios.Cluster, cfg LibvirtConfig) 
 	if kvm {
 		b.BootEstimate = vmprovision.DefaultBootEstimateKVM
 	}
+	b.Firmware = cfg.firmware()
+	if !cfg.BzImage {
+		// The same kernel without its in-guest decompression (seconds
+		// under TCG); one without a PVH entry boots as its bzImage.
+		if b.Kernel, err = vmprovision.PVHKernel(ctx, kernel); err != nil {
+			log.Info("booting the bzImage", "reason", err.Error())
+			b.Kernel = ""
+		}
+	}
+	log.Info("guest boot", "kernel", cmp.Or(b.Kernel, kernel.Vmlinuz()), "firmware", cmp.Or(b.Firmware, "QEMU default (SeaBIOS)"))
 	l.Backend = b
 	// A forced exit (a second SIGINT) still removes the run's domains.
 	l.unregister = shutdown.Register("VM domains of run "+b.RunID, func() { _ = l.Close() })

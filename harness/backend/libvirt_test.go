@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bootproof/bootproof/vmprovision"
 )
 
 func TestLibvirtConfig(t *testing.T) {
@@ -24,6 +26,10 @@ func TestLibvirtConfig(t *testing.T) {
 		{"no agent", LibvirtConfig{Agent: filepath.Join(dir, "missing")}, "not a file (build it with 'make build-libvirt'"},
 		{"agent is a directory", LibvirtConfig{Agent: dir}, "not a file"},
 		{"no kernel dir", LibvirtConfig{Agent: agent, KernelDir: filepath.Join(dir, "kernel")}, "kernel directory:"},
+		{"seabios", LibvirtConfig{Agent: agent, Firmware: FirmwareSeaBIOS}, ""},
+		{"firmware rom", LibvirtConfig{Agent: agent, Firmware: agent}, ""},
+		{"missing firmware", LibvirtConfig{Agent: agent, Firmware: "qboot"}, `firmware "qboot": not a file: accepted: auto, seabios or a BIOS ROM's path`},
+		{"firmware is a directory", LibvirtConfig{Agent: agent, Firmware: dir}, "not a file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -46,5 +52,24 @@ func TestLibvirtConfig(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestLibvirtFirmware(t *testing.T) {
+	_, err := os.Stat(vmprovision.QbootPath)
+	auto := ""
+	if err == nil {
+		auto = vmprovision.QbootPath
+	}
+	for in, want := range map[string]string{
+		"":              auto,
+		FirmwareAuto:    auto,
+		FirmwareSeaBIOS: "",
+		"/x/bios.bin":   "/x/bios.bin",
+	} {
+		c := LibvirtConfig{Firmware: in}
+		if got := c.firmware(); got != want {
+			t.Errorf("firmware %q: the domains run %q, want %q", in, got, want)
+		}
 	}
 }

@@ -35,8 +35,12 @@ type Options struct {
 	// Root is the kernel's root for tests; empty means "/".
 	Root string
 	// SetupSystem mounts the pseudo file systems and configures the network
-	// (true when running as PID 1).
+	// (true when running as PID 1). It also reads the kernel log for the
+	// boot's milestones (agentapi.BootTimes).
 	SetupSystem bool
+
+	// mainAt is the boot clock when Main began; zero: when Run began.
+	mainAt time.Duration
 }
 
 // Main runs the agent with command-line arguments and returns the exit
@@ -44,8 +48,9 @@ type Options struct {
 // reboots after a pause, so a guest whose API server is not up yet
 // retries in a new boot.
 func Main(args []string) int {
+	mainAt := bootClock()
 	fs := flag.NewFlagSet("bootproof-agent", flag.ContinueOnError)
-	opts := Options{SetupSystem: os.Getpid() == 1}
+	opts := Options{SetupSystem: os.Getpid() == 1, mainAt: mainAt}
 	fs.StringVar(&opts.ConfigPath, "config", vmprovision.AgentConfigPath, "agent configuration file")
 	fs.StringVar(&opts.Root, "root", "", "root of /proc and /lib/modules (tests)")
 	fs.BoolVar(&opts.SetupSystem, "setup-system", opts.SetupSystem, "mount /proc, /sys, /dev and configure the network (default: when PID 1)")
@@ -118,6 +123,14 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("node %s: %w", cfg.NodeName, err)
 	}
 	log.Info("boot", "node", cfg.NodeName, "bootID", kernel.BootID(), "kernel", kernel.Version())
+	kmsg := ""
+	if opts.SetupSystem {
+		kmsg = "/dev/kmsg"
+	}
+	boot := newBootMilestones(kmsg, func(err error) { log.Error(err, "boot milestones") })
+	if opts.mainAt > 0 {
+		boot.agentMain = opts.mainAt
+	}
 	for _, m := range cfg.Modules {
 		start := time.Now()
 		if err := kernel.Load(m); err != nil {
@@ -152,10 +165,18 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("node %s: control api: %w", cfg.NodeName, err)
 	}
-	srv := &http.Server{Handler: ControlHandler(cfg.ControlSecret, kernel, SystemMachine{}, kubelet, log), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: ControlHandler(cfg.ControlSecret, kernel, bootMachine{SystemMachine{}, boot}, kubelet, log), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
 	log.Info("control api listening", "addr", ln.Addr().String())
+	go func() {
+		select {
+		case <-kubelet.Registered():
+			boot.set(&boot.registered)
+		case <-ctx.Done():
+		}
+	}()
+	boot.set(&boot.kubeletStart)
 	return kubelet.Start(ctx)
 }
 
@@ -205,7 +226,8 @@ type KubeletControl interface {
 // requests that carry secret (agentapi.Authorized); any other request is
 // answered 401 and does nothing. An empty secret refuses every request.
 //
-//	GET  /state   the boot ID, kernel release and /proc/modules (JSON agentapi.State)
+//	GET  /state   the boot ID, kernel release and /proc/modules (JSON agentapi.State),
+//	              and the boot's milestones when m is a BootTimer
 //	POST /reboot  reboot(2) after the answer is sent
 //	POST /panic   kernel panic through sysrq after the answer is sent
 //	POST /restart-kubelet?downtime=D  stop the kubelet, wait D, start it
@@ -222,6 +244,9 @@ func ControlHandler(secret string, k fakes.Kernel, m Machine, kl KubeletControl,
 		s := agentapi.State{BootID: k.BootID(), KernelVersion: k.Version(), Modules: []string{}}
 		for _, lm := range k.Loaded() {
 			s.Modules = append(s.Modules, lm.Name)
+		}
+		if bt, ok := m.(BootTimer); ok {
+			s.Boot = bt.BootTimes()
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(s)

@@ -12,6 +12,31 @@ type State struct {
 	BootID        string   `json:"bootID"`
 	KernelVersion string   `json:"kernelVersion"`
 	Modules       []string `json:"modules"`
+	// Boot is when this boot reached its milestones; nil from an agent
+	// that does not report them.
+	Boot *BootTimes `json:"boot,omitempty"`
+}
+
+// BootTimes are the milestones of the guest's boot on the guest's
+// CLOCK_BOOTTIME (time since the kernel started its clock). Uptime is
+// that clock when the answer was made, so the host places the others on
+// its own clock: host time of an event = host time of the answer -
+// Uptime + the event. A zero milestone was not reached or not found.
+type BootTimes struct {
+	// Uptime is the clock when the agent answered.
+	Uptime time.Duration `json:"uptime"`
+	// Init is when the kernel ran /init (its "Run /init as init
+	// process" message in the kernel log).
+	Init time.Duration `json:"init,omitempty"`
+	// AgentMain is when the agent's main function began (after the Go
+	// runtime's and packages' initialisation).
+	AgentMain time.Duration `json:"agentMain,omitempty"`
+	// KubeletStart is when the kubelet began to register the node (its
+	// first request to the API server in this boot).
+	KubeletStart time.Duration `json:"kubeletStart,omitempty"`
+	// Registered is when the API server accepted the node's first status
+	// with this boot's ID (as the guest saw the answer).
+	Registered time.Duration `json:"registered,omitempty"`
 }
 
 // The control API's paths. Every request needs the node's secret (see

@@ -71,3 +71,25 @@ func TestPaths(t *testing.T) {
 		t.Errorf("downtime %v, %v", d, err)
 	}
 }
+
+// wireBootTimes pins BootTimes' JSON inside State: nanoseconds on the
+// guest's boot clock, unreached milestones left out.
+const wireBootTimes = `{"bootID":"b","kernelVersion":"k","modules":[],"boot":{"uptime":6000000000,"init":2037024000,"agentMain":2500000000,"kubeletStart":3000000000}}`
+
+func TestBootTimesWire(t *testing.T) {
+	st := State{BootID: "b", KernelVersion: "k", Modules: []string{},
+		Boot: &BootTimes{Uptime: 6 * time.Second, Init: 2037024 * time.Microsecond, AgentMain: 2500 * time.Millisecond, KubeletStart: 3 * time.Second}}
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != wireBootTimes {
+		t.Errorf("guest encodes\n%s\nwant\n%s", b, wireBootTimes)
+	}
+	dec := json.NewDecoder(strings.NewReader(wireBootTimes))
+	dec.DisallowUnknownFields()
+	var got State
+	if err := dec.Decode(&got); err != nil || !reflect.DeepEqual(got, st) {
+		t.Errorf("host decodes %+v, %v; want %+v", got, err, st)
+	}
+}
