@@ -67,8 +67,10 @@ type RequestTable struct {
 	Unit string `json:"unit"`
 	// Units is how many units of work the window held.
 	Units int `json:"units"`
-	// Window says which requests were counted.
+	// Window says which requests were counted, From and To bound them.
 	Window string         `json:"window"`
+	From   time.Time      `json:"from"`
+	To     time.Time      `json:"to"`
 	Rows   []RequestCount `json:"rows"`
 }
 

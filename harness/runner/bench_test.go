@@ -83,7 +83,12 @@ func BenchmarkReloadLatency(b *testing.B) {
 		reqs := reloadRequests(&counted.n, c)
 		for _, row := range reqs.Rows {
 			if row.Client != harnessClient && row.PerUnit >= 0.05 {
-				b.Logf("per reload: %-10s %-7s %-40s %6.2f", row.Client, row.Verb, row.Resource, row.PerUnit)
+				b.Logf("writes per reload: %-10s %-7s %-40s %6.2f", row.Client, row.Verb, row.Resource, row.PerUnit)
+			}
+		}
+		for _, row := range bench.Tally(counted.n.Requests(reqs.From, reqs.To), reqs.Units, false) {
+			if (row.Verb == "get" || row.Verb == "list") && row.Client != harnessClient && row.PerUnit >= 0.05 {
+				b.Logf("reads per reload: %-10s %-7s %-40s %6.2f", row.Client, row.Verb, row.Resource, row.PerUnit)
 			}
 		}
 		if dir := os.Getenv(reports.EnvBenchDir); dir != "" {
@@ -167,7 +172,7 @@ func reloadRequests(n *bench.APICounter, c scenarios.CaseResult) *reports.Reques
 		}
 	}
 	to := c.StartedAt.Add(time.Duration(c.DurationMS) * time.Millisecond)
-	return &reports.RequestTable{Unit: "reload", Units: reloads,
+	return &reports.RequestTable{Unit: "reload", Units: reloads, From: from, To: to,
 		Window: "writes (create, update, patch, delete) from the first reboot to the end of the case, teardown included; " +
 			"kubelet leases are renewals (every 2s per node) and ground-truth publications, kubelet nodes/status the status posts",
 		Rows: bench.Tally(n.Requests(from, to), reloads, true)}

@@ -8,6 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -291,6 +294,83 @@ func TestBootChanged(t *testing.T) {
 			tc.change(n)
 			if got := BootChanged(old, n); got != tc.want {
 				t.Errorf("BootChanged = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestReadNMC: the cache serves the NMC unless it may be behind the
+// reconciler's own status write (or lacks the NMC); the API server
+// serves it then, until the cache shows the newest state.
+func TestReadNMC(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := kmmv1beta1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	nmc := func(bootID string) *kmmv1beta1.NodeModulesConfig {
+		return &kmmv1beta1.NodeModulesConfig{ObjectMeta: metav1.ObjectMeta{Name: "n"},
+			Status: kmmv1beta1.NodeModulesConfigStatus{Modules: []kmmv1beta1.NodeModuleStatus{{BootID: bootID}}}}
+	}
+	tests := []struct {
+		name    string
+		inCache bool
+		// seen: "" none, "cache" the cache's resourceVersion, "api" the API's.
+		seen     string
+		wantBoot string
+		wantSeen string
+	}{
+		{"nothing written: the cache", true, "", "cached", ""},
+		{"cache shows the write: the cache", true, "cache", "cached", ""},
+		{"cache behind the write: the API", true, "api", "api", "api"},
+		{"not in the cache: the API", false, "", "api", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			api := fake.NewClientBuilder().WithScheme(scheme).WithObjects(nmc("api")).Build()
+			cacheB := fake.NewClientBuilder().WithScheme(scheme)
+			if tc.inCache {
+				cached := nmc("cached")
+				cached.ResourceVersion = "1"
+				cacheB = cacheB.WithObjects(cached)
+			}
+			cache := cacheB.Build()
+			apiObj := &kmmv1beta1.NodeModulesConfig{}
+			if err := api.Get(context.Background(), types.NamespacedName{Name: "n"}, apiObj); err != nil {
+				t.Fatal(err)
+			}
+			cacheRV := ""
+			if tc.inCache {
+				got := &kmmv1beta1.NodeModulesConfig{}
+				if err := cache.Get(context.Background(), types.NamespacedName{Name: "n"}, got); err != nil {
+					t.Fatal(err)
+				}
+				cacheRV = got.ResourceVersion
+			}
+			if cacheRV == apiObj.ResourceVersion {
+				// Tell the two apart.
+				apiObj.Status.Modules[0].BootID = "api"
+				if err := api.Update(context.Background(), apiObj); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rvs := map[string]string{"cache": cacheRV, "api": apiObj.ResourceVersion}
+			r := &Reconciler{Client: cache, APIReader: api}
+			if tc.seen != "" {
+				r.seen.Store("n", rvs[tc.seen])
+			}
+			got, err := r.readNMC(context.Background(), "n")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b := got.Status.Modules[0].BootID; b != tc.wantBoot {
+				t.Errorf("read the NMC from %s, want %s", b, tc.wantBoot)
+			}
+			seen, pending := r.seen.Load("n")
+			switch {
+			case tc.wantSeen == "" && pending:
+				t.Errorf("still waiting for resourceVersion %v", seen)
+			case tc.wantSeen != "" && seen != rvs[tc.wantSeen]:
+				t.Errorf("waiting for resourceVersion %v, want %s", seen, rvs[tc.wantSeen])
 			}
 		})
 	}
