@@ -726,3 +726,26 @@ func TestLeaseWritesDoNotRace(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusReadsFromWatchCache: the status loop reads its Node at
+// resourceVersion 0 (the API server's watch cache), as the kubelet does,
+// not with a quorum read every interval.
+func TestStatusReadsFromWatchCache(t *testing.T) {
+	u := startUnit(t)
+	u.client.ClearActions()
+	u.step(unitTiming().StatusInterval, 2)
+	gets := 0
+	for _, a := range u.client.Actions() {
+		g, ok := a.(k8stesting.GetActionImpl)
+		if !ok || g.GetResource().Resource != "nodes" {
+			continue
+		}
+		gets++
+		if g.GetOptions.ResourceVersion != "0" {
+			t.Errorf("status read of node %s at resourceVersion %q, want \"0\"", g.Name, g.GetOptions.ResourceVersion)
+		}
+	}
+	if gets == 0 {
+		t.Error("no status read of the node in a status interval")
+	}
+}
