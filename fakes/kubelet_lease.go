@@ -26,6 +26,12 @@ import (
 type leaseKeeper struct {
 	*host
 
+	// writing serialises the Lease writes of this kubelet (the renewal
+	// loop and a reboot's last renewal), as a real kubelet's single lease
+	// controller does: two writers of one Lease keep failing each
+	// other's optimistic lock when the API server is slow.
+	writing sync.Mutex
+
 	mu       sync.Mutex
 	lease    *coordinationv1.Lease // as last written; nil: read it first
 	renewals int
@@ -110,6 +116,8 @@ func (l *leaseKeeper) renew(ctx context.Context, renew bool) error {
 	if err := l.link.wait(ctx); err != nil {
 		return err
 	}
+	l.writing.Lock()
+	defer l.writing.Unlock()
 	now := l.cfg.Clock.Now()
 	truth, err := json.Marshal(snapshot(l.cfg.NodeName, l.cfg.Kernel, now))
 	if err != nil {

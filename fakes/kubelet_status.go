@@ -178,7 +178,11 @@ func (s *nodeStatus) post(ctx context.Context, force bool) error {
 	if err := s.link.wait(ctx); err != nil {
 		return err
 	}
-	node, err := s.cfg.Client.CoreV1().Nodes().Get(ctx, s.cfg.NodeName, metav1.GetOptions{})
+	// From the API server's watch cache (resourceVersion 0), as the
+	// kubelet's tryUpdateNodeStatus reads it: a quorum read from etcd
+	// every status interval of every node loads the API server and etcd
+	// that the reconcilers and kubelets share.
+	node, err := s.cfg.Client.CoreV1().Nodes().Get(ctx, s.cfg.NodeName, metav1.GetOptions{ResourceVersion: "0"})
 	if apierrors.IsNotFound(err) {
 		return s.register(ctx)
 	}

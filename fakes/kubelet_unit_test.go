@@ -2,6 +2,7 @@ package fakes_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -681,5 +684,68 @@ func TestUnitDeletionInterruptedByRebootIsFinished(t *testing.T) {
 	u.waitFor("pod app deleted", func() bool { return u.writes("pods") == 2 }) // its create and the kubelet's delete
 	if _, err := u.client.CoreV1().Pods("default").Get(context.Background(), "app", metav1.GetOptions{}); err == nil {
 		t.Error("pod app still there after the new boot's kubelet started")
+	}
+}
+
+// TestLeaseWritesDoNotRace: the kubelet's Lease writers (the renewal
+// loop, a reboot's last renewal) take turns, so a slow API server with
+// optimistic locking never fails them with conflicts.
+func TestLeaseWritesDoNotRace(t *testing.T) {
+	u := startUnit(t)
+	var mu sync.Mutex
+	u.client.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		in := a.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease)
+		time.Sleep(5 * time.Millisecond) // a slow API server: writes overlap
+		mu.Lock()
+		defer mu.Unlock()
+		cur, err := u.client.Tracker().Get(coordinationv1.SchemeGroupVersion.WithResource("leases"), in.Namespace, in.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		if rv := cur.(*coordinationv1.Lease).ResourceVersion; rv != in.ResourceVersion {
+			return true, nil, apierrors.NewConflict(coordinationv1.Resource("leases"), in.Name, fmt.Errorf("resourceVersion %s, not %s", rv, in.ResourceVersion))
+		}
+		out := in.DeepCopy()
+		n, _ := strconv.Atoi(in.ResourceVersion)
+		out.ResourceVersion = strconv.Itoa(n + 1)
+		if err := u.client.Tracker().Update(coordinationv1.SchemeGroupVersion.WithResource("leases"), out, out.Namespace); err != nil {
+			return true, nil, err
+		}
+		return true, out, nil
+	})
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() { errs <- u.kl.RenewLease(context.Background()) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("concurrent renewal: %v", err)
+		}
+	}
+}
+
+// TestStatusReadsFromWatchCache: the status loop reads its Node at
+// resourceVersion 0 (the API server's watch cache), as the kubelet does,
+// not with a quorum read every interval.
+func TestStatusReadsFromWatchCache(t *testing.T) {
+	u := startUnit(t)
+	u.client.ClearActions()
+	u.step(unitTiming().StatusInterval, 2)
+	gets := 0
+	for _, a := range u.client.Actions() {
+		g, ok := a.(k8stesting.GetActionImpl)
+		if !ok || g.GetResource().Resource != "nodes" {
+			continue
+		}
+		gets++
+		if g.GetOptions.ResourceVersion != "0" {
+			t.Errorf("status read of node %s at resourceVersion %q, want \"0\"", g.Name, g.GetOptions.ResourceVersion)
+		}
+	}
+	if gets == 0 {
+		t.Error("no status read of the node in a status interval")
 	}
 }

@@ -38,7 +38,8 @@ func NewScheme() (*runtime.Scheme, error) {
 }
 
 // NewManager returns a controller-runtime manager running the
-// NodeModulesConfig reconciler with o (defaulted and validated). Start it
+// NodeModulesConfig reconciler with o (defaulted and validated). Its
+// clients talk to the API server through cfg with o's QPS and Burst. Start it
 // with its Start method; Run does both.
 func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	o = o.Default()
@@ -71,6 +72,8 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		byObject[&corev1.Node{}] = cache.ByObject{Label: sel}
 		byObject[&kmmv1beta1.NodeModulesConfig{}] = cache.ByObject{Label: sel}
 	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = o.QPS, o.Burst, nil
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Logger:                        o.Logger,

@@ -20,7 +20,16 @@ const (
 	DefaultLeaderElectionNamespace = "default"
 	DefaultLeaderElectionID        = "bootproof-kmm"
 	// DefaultMaxConcurrentReconciles reconciles this many nodes at once.
-	DefaultMaxConcurrentReconciles = 16
+	// A reconcile mostly waits for the API server, so after a reboot storm
+	// more workers overlap those waits instead of queueing the nodes.
+	DefaultMaxConcurrentReconciles = 64
+	// DefaultQPS and DefaultBurst bound the reconciler's API requests per
+	// second (per resource, as client-go limits each REST client). The
+	// client-go default of 5 (burst 10) would hold 100 rebooted nodes'
+	// loader pods back for tens of seconds: each reload costs about three
+	// pod writes and a read and a write of the NodeModulesConfig.
+	DefaultQPS   = 100
+	DefaultBurst = 300
 	// DefaultMetricsBindAddress "0" turns the metrics endpoint off.
 	DefaultMetricsBindAddress = "0"
 )
@@ -61,6 +70,12 @@ type Options struct {
 	// (--max-concurrent-reconciles); default DefaultMaxConcurrentReconciles.
 	// After a reboot storm every node needs a loader pod at once.
 	MaxConcurrentReconciles int
+	// QPS is the client-side limit of API requests per second (--kube-api-qps);
+	// default DefaultQPS; negative turns the limit off.
+	QPS float32
+	// Burst is how many requests may go at once above QPS
+	// (--kube-api-burst); default DefaultBurst.
+	Burst int
 	// HealthProbeBindAddress serves /healthz and /readyz
 	// (--health-probe-bind-address); empty or "0" turns them off.
 	HealthProbeBindAddress string
@@ -93,6 +108,12 @@ func (o Options) Default() Options {
 	if o.MaxConcurrentReconciles == 0 {
 		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
 	}
+	if o.QPS == 0 {
+		o.QPS = DefaultQPS
+	}
+	if o.Burst == 0 {
+		o.Burst = DefaultBurst
+	}
 	if o.RecordBootFrom == "" {
 		o.RecordBootFrom = DefaultRecordBootFrom
 	}
@@ -122,6 +143,9 @@ func (o Options) Validate() error {
 	if o.MaxConcurrentReconciles < 1 {
 		return &OptionsError{Field: "MaxConcurrentReconciles", Value: fmt.Sprint(o.MaxConcurrentReconciles),
 			Accepted: "1 or more"}
+	}
+	if o.Burst < 1 {
+		return &OptionsError{Field: "Burst", Value: fmt.Sprint(o.Burst), Accepted: "1 or more"}
 	}
 	if !slices.Contains(controller.BootSources, controller.BootSource(o.RecordBootFrom)) {
 		names := make([]string, len(controller.BootSources))

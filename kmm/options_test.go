@@ -13,7 +13,8 @@ import (
 func TestOptionsDefault(t *testing.T) {
 	o := kmm.Options{}.Default()
 	if o.Detector != "bootid" || o.RecordBootFrom != "worker" || o.LeaderElectionNamespace != "default" ||
-		o.LeaderElectionID != "bootproof-kmm" || o.MetricsBindAddress != "0" || o.Clock == nil || o.LeaderElection {
+		o.LeaderElectionID != "bootproof-kmm" || o.MetricsBindAddress != "0" || o.Clock == nil || o.LeaderElection ||
+		o.QPS != kmm.DefaultQPS || o.Burst != kmm.DefaultBurst || o.MaxConcurrentReconciles != kmm.DefaultMaxConcurrentReconciles {
 		t.Errorf("defaults = %+v", o)
 	}
 	if err := o.Validate(); err != nil {
@@ -30,6 +31,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"unknown detector", kmm.Options{Detector: "ready"}, []string{"Detector", `"ready"`, "bootid", "legacy"}},
 		{"unknown boot source", kmm.Options{RecordBootFrom: "lease"}, []string{"RecordBootFrom", `"lease"`, "worker", "node"}},
 		{"bad worker namespace", kmm.Options{WorkerNamespaces: []string{"Kmm_System"}}, []string{"WorkerNamespaces", "Kmm_System"}},
+		{"negative burst", kmm.Options{Burst: -1}, []string{"Burst", `"-1"`, "1 or more"}},
 		{"bad leader election namespace", kmm.Options{LeaderElection: true, LeaderElectionNamespace: "a/b"}, []string{"LeaderElectionNamespace"}},
 	}
 	for _, tc := range tests {

@@ -23,6 +23,7 @@ type Distribution struct {
 	Count   int       `json:"count"`
 	Min     float64   `json:"min"`
 	P50     float64   `json:"p50"`
+	P90     float64   `json:"p90"`
 	P95     float64   `json:"p95"`
 	P99     float64   `json:"p99"`
 	Max     float64   `json:"max"`
@@ -41,7 +42,7 @@ func Summarize(unit string, samples []float64) Distribution {
 		return s[max(0, min(i, len(s)-1))]
 	}
 	d.Min, d.Max = s[0], s[len(s)-1]
-	d.P50, d.P95, d.P99 = rank(0.50), rank(0.95), rank(0.99)
+	d.P50, d.P90, d.P95, d.P99 = rank(0.50), rank(0.90), rank(0.95), rank(0.99)
 	return d
 }
 
@@ -58,6 +59,8 @@ type BenchResult struct {
 	// Table, when set, holds one row per step of a benchmark that measures
 	// at several sizes (say a fleet at increasing node counts).
 	Table *BenchTable `json:"table,omitempty"`
+	// Requests, when set, counts the API requests the measured work made.
+	Requests *RequestTable `json:"api_requests,omitempty"`
 }
 
 // BenchTable is a table of figures: a column per figure, a row per step,
@@ -103,6 +106,39 @@ func (t *BenchTable) markdown(md *strings.Builder) {
 			fmt.Fprintf(md, " %s |", v)
 		}
 		fmt.Fprintf(md, " %s |\n", r.Note)
+	}
+	md.WriteString("\n")
+}
+
+// RequestTable counts API requests by client, verb and resource over a
+// window of a benchmark, per unit of the work done in it (a reload).
+type RequestTable struct {
+	// Unit names the unit of work ("reload").
+	Unit string `json:"unit"`
+	// Units is how many units of work the window held.
+	Units int `json:"units"`
+	// Window says which requests were counted, From and To bound them.
+	Window string         `json:"window"`
+	From   time.Time      `json:"from"`
+	To     time.Time      `json:"to"`
+	Rows   []RequestCount `json:"rows"`
+}
+
+// RequestCount is how many requests of one client, verb and resource
+// were counted, and how many that is per unit of work.
+type RequestCount struct {
+	Client   string  `json:"client"`
+	Verb     string  `json:"verb"`
+	Resource string  `json:"resource"`
+	Total    int     `json:"total"`
+	PerUnit  float64 `json:"per_unit"`
+}
+
+func (t *RequestTable) markdown(md *strings.Builder) {
+	fmt.Fprintf(md, "API requests per %s (%d %ss; %s):\n\n| client | verb | resource | total | per %s |\n|---|---|---|---|---|\n",
+		t.Unit, t.Units, t.Unit, t.Window, t.Unit)
+	for _, r := range t.Rows {
+		fmt.Fprintf(md, "| %s | %s | %s | %d | %s |\n", r.Client, r.Verb, r.Resource, r.Total, strconv.FormatFloat(r.PerUnit, 'f', 2, 64))
 	}
 	md.WriteString("\n")
 }
@@ -173,7 +209,7 @@ func WriteBench(dir string, r BenchResult) error {
 	if r.Table != nil {
 		r.Table.markdown(&md)
 	}
-	md.WriteString("| figure | unit | n | min | p50 | p95 | p99 | max |\n|---|---|---|---|---|---|---|---|\n")
+	md.WriteString("| figure | unit | n | min | p50 | p90 | p95 | p99 | max |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, k := range slices.Sorted(func(yield func(string) bool) {
 		for k := range r.Figures {
 			if !yield(k) {
@@ -182,7 +218,11 @@ func WriteBench(dir string, r BenchResult) error {
 		}
 	}) {
 		d := r.Figures[k]
-		fmt.Fprintf(&md, "| %s | %s | %d | %s | %s | %s | %s | %s |\n", k, d.Unit, d.Count, num(d.Min), num(d.P50), num(d.P95), num(d.P99), num(d.Max))
+		fmt.Fprintf(&md, "| %s | %s | %d | %s | %s | %s | %s | %s | %s |\n", k, d.Unit, d.Count, num(d.Min), num(d.P50), num(d.P90), num(d.P95), num(d.P99), num(d.Max))
+	}
+	if r.Requests != nil {
+		md.WriteString("\n")
+		r.Requests.markdown(&md)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(&md, "\n%s\n", n)

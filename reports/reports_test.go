@@ -163,7 +163,7 @@ func TestWriteAllAndSummary(t *testing.T) {
 
 func TestSummarize(t *testing.T) {
 	d := Summarize("ms", []float64{5, 1, 4, 2, 3, 100, 6, 7, 8, 9})
-	if d.Min != 1 || d.Max != 100 || d.P50 != 5 || d.P95 != 100 || d.Count != 10 {
+	if d.Min != 1 || d.Max != 100 || d.P50 != 5 || d.P90 != 9 || d.P95 != 100 || d.Count != 10 {
 		t.Errorf("Summarize = %+v", d)
 	}
 	if e := Summarize("ms", nil); e.Count != 0 {
@@ -226,6 +226,34 @@ func TestBenchComparison(t *testing.T) {
 	var back BenchResult
 	if err := json.Unmarshal(data, &back); err != nil || back.Comparison == nil || *back.Comparison.Rows[0].Ratio != 0.75 || back.Comparison.Rows[1].Ratio != nil {
 		t.Errorf("cmp.json: %v %+v", err, back.Comparison)
+	}
+}
+
+// TestBenchRequests: API request counts are a table of their own after
+// the figures, per unit of work, and survive JSON.
+func TestBenchRequests(t *testing.T) {
+	dir := t.TempDir()
+	r := BenchResult{Name: "req", Description: "d", Date: time.Now(), Machine: "m", Figures: map[string]Distribution{"x": Summarize("ms", []float64{1, 2})},
+		Requests: &RequestTable{Unit: "reload", Units: 4, Window: "the whole case", Rows: []RequestCount{
+			{Client: "reconciler", Verb: "create", Resource: "pods", Total: 4, PerUnit: 1},
+			{Client: "kubelet", Verb: "patch", Resource: "pods/status", Total: 9, PerUnit: 2.25}}}}
+	if err := WriteBench(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "req.md"))
+	for _, want := range []string{"API requests per reload (4 reloads; the whole case)", "| client | verb | resource | total | per reload |",
+		"| reconciler | create | pods | 4 | 1.00 |", "| kubelet | patch | pods/status | 9 | 2.25 |", "| x | ms | 2 | 1 | 1 | 2 | 2 | 2 | 2 |"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("req.md lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Index(string(md), "| client |") < strings.Index(string(md), "| figure | unit | n |") {
+		t.Errorf("the request table comes before the figures:\n%s", md)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "req.json"))
+	var back BenchResult
+	if err := json.Unmarshal(data, &back); err != nil || back.Requests == nil || len(back.Requests.Rows) != 2 || back.Requests.Rows[1].PerUnit != 2.25 {
+		t.Errorf("req.json: %v %+v", err, back.Requests)
 	}
 }
 

@@ -37,6 +37,8 @@ var flagOf = map[string]string{
 	"LeaderElectionNamespace": "--leader-election-namespace",
 	"LeaderElectionID":        "--leader-election-id",
 	"MaxConcurrentReconciles": "--max-concurrent-reconciles",
+	"QPS":                     "--kube-api-qps",
+	"Burst":                   "--kube-api-burst",
 }
 
 // renderer is a typed library error that can name its parameter by flag.

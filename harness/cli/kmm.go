@@ -51,6 +51,8 @@ the KUBECONFIG bootproof gives it and stops on SIGTERM.`,
 	f.StringVar(&ko.o.LeaderElectionID, "leader-election-id", kmm.DefaultLeaderElectionID, "name of the leader-election Lease")
 	f.StringVar(&ko.o.MetricsBindAddress, "metrics-bind-address", kmm.DefaultMetricsBindAddress, "address of the metrics endpoint; 0 turns it off")
 	f.IntVar(&ko.o.MaxConcurrentReconciles, "max-concurrent-reconciles", kmm.DefaultMaxConcurrentReconciles, "nodes reconciled at once")
+	f.Float32Var(&ko.o.QPS, "kube-api-qps", kmm.DefaultQPS, "API requests per second (per resource) the reconciler makes at most; negative: no limit")
+	f.IntVar(&ko.o.Burst, "kube-api-burst", kmm.DefaultBurst, "API requests the reconciler may make at once above --kube-api-qps")
 	f.StringVar(&ko.o.HealthProbeBindAddress, "health-probe-bind-address", "0", "address of /healthz and /readyz; 0 turns them off")
 	f.StringVar(&ko.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then the in-cluster config)")
 	f.BoolVar(&ko.install, "install", false, "apply the NodeModulesConfig CRD and the RBAC manifest before starting")

@@ -92,6 +92,9 @@ func (k *KMM) Start(ctx context.Context, req scenarios.SubjectRequest) (scenario
 	in := &instance{rc: rc, log: log, opts: kmm.Options{
 		Detector: k.Detector, RecordBootFrom: k.RecordBootFrom, WorkerNamespaces: []string{req.Namespace},
 		Selector: req.Selector, LeaderElectionNamespace: req.Namespace,
+		// The cluster's client limits (generous for fleets of simulated
+		// nodes) rather than the reconciler's defaults.
+		QPS: rc.QPS, Burst: rc.Burst,
 	}}
 	if err := in.start(); err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -58,9 +59,11 @@ const retryAfter = 2 * time.Second
 // Reconciler reconciles NodeModulesConfigs. Build it with its fields set
 // and register it with SetupWithManager.
 type Reconciler struct {
-	// Client reads Nodes and Pods from the cache and writes.
+	// Client reads Nodes, Pods and NodeModulesConfigs from the cache and
+	// writes.
 	Client client.Client
-	// APIReader reads NodeModulesConfigs from the API server.
+	// APIReader reads a NodeModulesConfig from the API server when the
+	// cache may be behind (see readNMC).
 	APIReader client.Reader
 	// Detector decides whether a node rebooted since a load.
 	Detector detect.Detector
@@ -74,6 +77,11 @@ type Reconciler struct {
 	// reconciled at once (one node is never reconciled twice at once);
 	// default 1.
 	MaxConcurrentReconciles int
+
+	// seen holds, per NMC name, the resourceVersion of the newest state
+	// of the NMC the reconciler knows of (its own status write, or an API
+	// read after one) until the cache shows that state.
+	seen sync.Map
 }
 
 // pending is one reconcile's work, applied after all decisions are made.
@@ -117,8 +125,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	log := logr.FromContextOrDiscard(ctx).WithValues("node", nodeName)
 	ctx = logr.NewContext(ctx, log)
 
-	nmc := &kmmv1beta1.NodeModulesConfig{}
-	if err := r.APIReader.Get(ctx, types.NamespacedName{Name: nodeName}, nmc); err != nil {
+	nmc, err := r.readNMC(ctx, nodeName)
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return reconcile.Result{}, r.releaseOrphanPods(ctx, nodeName)
 		}
@@ -149,6 +157,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := r.writeStatus(ctx, nmc, before); err != nil {
 			return reconcile.Result{}, fmt.Errorf("patch status of nodemodulesconfig %s: %w", nodeName, errors.Join(append(p.errs, err)...))
 		}
+		r.seen.Store(nodeName, nmc.ResourceVersion)
 	}
 	for _, pod := range p.release {
 		if err := r.releasePod(ctx, pod); err != nil {
@@ -162,6 +171,42 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	log.V(1).Info("reconciled", "bootID", node.Status.NodeInfo.BootID, "ready", detect.IsReady(node), "statusChanged", statusChanged,
 		"created", created, "released", len(p.release), "retry", result.RequeueAfter > 0, "errors", len(p.errs))
 	return result, errors.Join(p.errs...)
+}
+
+// readNMC returns the NMC from the cache when the cache shows the newest
+// state the reconciler knows of, and from the API server otherwise: when
+// the cache lacks the NMC (not there yet, or not selected), or has not
+// caught up with the reconciler's last status write. Deciding on a
+// status older than that write could load a module twice in one boot;
+// reading the cache otherwise spares the API server a read per reconcile,
+// which under a reboot storm delays every loader pod.
+func (r *Reconciler) readNMC(ctx context.Context, name string) (*kmmv1beta1.NodeModulesConfig, error) {
+	key := types.NamespacedName{Name: name}
+	nmc := &kmmv1beta1.NodeModulesConfig{}
+	err := r.Client.Get(ctx, key, nmc)
+	switch {
+	case err == nil:
+		rv, pending := r.seen.Load(name)
+		if !pending {
+			return nmc, nil
+		}
+		if rv == nmc.ResourceVersion {
+			r.seen.Delete(name)
+			return nmc, nil
+		}
+	case !apierrors.IsNotFound(err):
+		return nil, err
+	}
+	nmc = &kmmv1beta1.NodeModulesConfig{}
+	if err := r.APIReader.Get(ctx, key, nmc); err != nil {
+		return nil, err
+	}
+	if _, pending := r.seen.Load(name); pending {
+		// Someone may have written after the reconciler: wait for the
+		// cache to show this state instead.
+		r.seen.Store(name, nmc.ResourceVersion)
+	}
+	return nmc, nil
 }
 
 // live returns pod unless this reconcile already released it.
