@@ -42,6 +42,9 @@ func TestRunRefusesLargeFiles(t *testing.T) {
 // run' against a kubeconfig whose server is a closed loopback port stop
 // at once with exit 2 and one line naming --kubeconfig and the server.
 func TestKubeconfigPointingNowhere(t *testing.T) {
+	// Its own TMPDIR: the run sweeps what dead bootproof processes left
+	// there and says so, which is not this test's subject.
+	t.Setenv("TMPDIR", t.TempDir())
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
