@@ -54,10 +54,13 @@ func runSubjects(t *testing.T, files, scenarioNames []string, extra ...string) s
 	cmd.Env = append(os.Environ(), envRunCLI+"=1", "BOOTPROOF="+os.Args[0], "TMPDIR="+r.tmp)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	if err := cmd.Run(); cmd.ProcessState == nil {
+		t.Fatalf("bootproof run did not start: %v", err)
+	}
 	r.code = cmd.ProcessState.ExitCode()
+	var err error
 	if r.res, err = reports.ReadResults(filepath.Join(r.dir, reports.ResultsFile)); err != nil {
-		t.Fatalf("exit %d (%v), no results: %v\nstdout:\n%s\nstderr:\n%s", r.code, cmd.Err, err, out.String(), errb.String())
+		t.Fatalf("exit %d, no results: %v\nstdout:\n%s\nstderr:\n%s", r.code, err, out.String(), errb.String())
 	}
 	t.Logf("stdout:\n%s", out.String())
 	return r

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -178,18 +177,4 @@ func bootKernel(path string) string {
 		return "its bzImage"
 	}
 	return "its uncompressed ELF at the PVH entry"
-}
-
-// loadAverage is the host's 1, 5 and 15 minute load averages: VM timings
-// under TCG depend on the CPU they get.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
 }
