@@ -79,8 +79,9 @@ func TestNodeLifecycle(t *testing.T) {
 		}
 	})
 
-	// Stop renewing: Ready goes Unknown within grace + 2 monitor periods.
-	last := hb.lastBeat
+	// Stop renewing: Ready goes Unknown after the grace period, and well
+	// before the controller manager's default one.
+	sent, last := hb.lastSent, hb.lastBeat
 	var unknownAt time.Time
 	var sawTaint bool
 	deadline := time.After(grace + 60*time.Second)
@@ -99,12 +100,20 @@ func TestNodeLifecycle(t *testing.T) {
 		}
 	}
 	took := unknownAt.Sub(last)
-	t.Logf("Ready=Unknown %s after the last heartbeat (grace %s, monitor %s)", took, grace, monitor)
-	if took < grace-200*time.Millisecond {
-		t.Errorf("Ready went Unknown %s after the last heartbeat, before the grace period %s", took, grace)
+	t.Logf("Ready=Unknown %s after the last heartbeat returned, %s after it was sent (grace %s, monitor %s)", took, unknownAt.Sub(sent), grace, monitor)
+	// The controller manager cannot have seen the last heartbeat before it
+	// was sent, so under any load Unknown comes at least grace after that.
+	if early := unknownAt.Sub(sent); early < grace {
+		t.Errorf("Ready went Unknown %s after the last heartbeat was sent, before the grace period %s", early, grace)
 	}
-	if limit := grace + 2*monitor; took > limit {
-		t.Errorf("Ready went Unknown %s after the last heartbeat, later than grace + 2 x monitor = %s", took, limit)
+	// On a quiet machine Unknown comes within grace + 2 x monitor (the
+	// log line above; bench measures it). The bound here leaves room for a
+	// loaded machine delaying the controller's ticks and the watch, and still
+	// tells the configured grace period from the default one.
+	// (18 s, against the default's 40 s).
+	const loadSlack = 10 * time.Second
+	if limit := grace + 2*monitor + loadSlack; took > limit {
+		t.Errorf("Ready went Unknown %s after the last heartbeat, later than grace + 2 x monitor + %s = %s", took, loadSlack, limit)
 	}
 
 	// Renew again: Ready returns and the taint goes.
@@ -314,7 +323,8 @@ func newLease(name string) *coordinationv1.Lease {
 type heartbeater struct {
 	cs       kubernetes.Interface
 	name     string
-	lastBeat time.Time
+	lastSent time.Time // when the last beat began writing
+	lastBeat time.Time // when the last beat's writes had all returned
 	mu       sync.Mutex
 }
 
@@ -322,6 +332,7 @@ func (h *heartbeater) beat(ctx context.Context) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	leases := h.cs.CoordinationV1().Leases(corev1.NamespaceNodeLease)
+	h.lastSent = time.Now()
 	l, err := leases.Get(ctx, h.name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
