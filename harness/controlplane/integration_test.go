@@ -106,11 +106,10 @@ func TestNodeLifecycle(t *testing.T) {
 	if early := unknownAt.Sub(sent); early < grace {
 		t.Errorf("Ready went Unknown %s after the last heartbeat was sent, before the grace period %s", early, grace)
 	}
-	// On a quiet machine Unknown comes within grace + 2 x monitor (the
-	// log line above; bench measures it). The bound here leaves room for a
-	// loaded machine delaying the controller's ticks and the watch, and still
-	// tells the configured grace period from the default one.
-	// (18 s, against the default's 40 s).
+	// On a quiet machine Unknown comes within grace + 2 x monitor (the log
+	// line above reports it). The bound here leaves room for a loaded
+	// machine delaying the controller's ticks and the watch, and still tells
+	// the configured grace period from the default one (18 s against 40 s).
 	const loadSlack = 10 * time.Second
 	if limit := grace + 2*monitor + loadSlack; took > limit {
 		t.Errorf("Ready went Unknown %s after the last heartbeat, later than grace + 2 x monitor + %s = %s", took, loadSlack, limit)
