@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/bootproof/bootproof/fakes"
 	"github.com/bootproof/bootproof/harness/cluster"
@@ -42,7 +41,7 @@ func (f *Fake) Name() string { return "fake" }
 func (f *Fake) fleetClient(ctx context.Context) (kubernetes.Interface, error) {
 	iss := cluster.IssuerOf(f.Cluster)
 	if iss == nil {
-		return kubernetes.NewForConfig(f.Cluster.RESTConfig())
+		return kubernetes.NewForConfig(fakes.KubeletRESTConfig(f.Cluster.RESTConfig()))
 	}
 	f.rbacOnce.Do(func() {
 		admin, err := kubernetes.NewForConfig(f.Cluster.RESTConfig())
@@ -68,7 +67,7 @@ func (f *Fake) fleetClient(ctx context.Context) (kubernetes.Interface, error) {
 	if err != nil {
 		return nil, err
 	}
-	return kubernetes.NewForConfig(rc)
+	return kubernetes.NewForConfig(fakes.KubeletRESTConfig(rc))
 }
 
 // Provision implements scenarios.NodeBackend.
@@ -91,12 +90,11 @@ func (f *Fake) Provision(ctx context.Context, req scenarios.ProvisionRequest) (s
 			if err != nil {
 				return nil, err
 			}
-			return kubernetes.NewForConfig(rc)
+			return kubernetes.NewForConfig(fakes.KubeletRESTConfig(rc))
 		}
 	} else {
-		rc := f.Cluster.RESTConfig()
+		rc := fakes.KubeletRESTConfig(f.Cluster.RESTConfig())
 		if rc.QPS < float32(10*len(req.Names)) {
-			rc = rest.CopyConfig(rc)
 			rc.QPS, rc.Burst = float32(10*len(req.Names)), 20*len(req.Names)
 		}
 		shared, err := kubernetes.NewForConfig(rc)

@@ -76,8 +76,9 @@ func nodesRun(ctx context.Context, s Streams, o nodesRunOptions) error {
 		return withCode(ExitUsage, err)
 	}
 	// Heartbeats must never wait behind client-side throttling.
-	rc.QPS, rc.Burst = float32(50+o.count), 100+2*o.count
-	client, err := kubernetes.NewForConfig(rc)
+	krc := fakes.KubeletRESTConfig(rc)
+	krc.QPS, krc.Burst = float32(50+o.count), 100+2*o.count
+	client, err := kubernetes.NewForConfig(krc)
 	if err != nil {
 		return withCode(ExitInfra, err)
 	}
