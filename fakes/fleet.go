@@ -120,34 +120,41 @@ func (f *Fleet) Start(ctx context.Context) error {
 	defer cancel()
 	sem := make(chan struct{}, f.cfg.StartConcurrency)
 	errs := make(chan error, len(f.kubelets))
+	stops := make([]func(), len(f.kubelets))
 	var wg sync.WaitGroup
-	for _, k := range f.kubelets {
+	for i, k := range f.kubelets {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
-			released := false
-			release := func() {
-				if !released {
-					released = true
-					<-sem
-				}
-			}
 			go func() {
 				select {
 				case <-k.Registered():
 				case <-ctx.Done():
 				}
-				release()
+				<-sem
 			}()
-			if err := k.Start(ctx); err != nil {
+			stop, err := k.start(ctx)
+			if err != nil {
 				f.failOnce.Do(func() { f.failErr = err; close(f.failed) })
 				errs <- err
 				cancel()
+				return
 			}
+			stops[i] = stop
 		}()
 	}
 	close(f.started)
+	// Once started, a kubelet runs on its own goroutines: the fleet keeps
+	// none per node while it waits for the end.
+	wg.Wait()
+	<-ctx.Done()
+	for _, stop := range stops {
+		if stop != nil {
+			wg.Add(1)
+			go func() { defer wg.Done(); stop() }()
+		}
+	}
 	wg.Wait()
 	close(errs)
 	return <-errs

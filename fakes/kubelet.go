@@ -208,6 +208,19 @@ func (k *Kubelet) Stats() Stats {
 // *ForeignNodeError), heartbeats, runs the node's pods and publishes
 // kernel ground truth. It returns nil when ctx ends.
 func (k *Kubelet) Start(ctx context.Context) error {
+	stop, err := k.start(ctx)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	stop()
+	return nil
+}
+
+// start is Start without the wait: it returns once the kubelet runs, with
+// the function that stops it. A fleet starts its kubelets this way, so a
+// node costs no goroutine waiting for the end.
+func (k *Kubelet) start(ctx context.Context) (stop func(), err error) {
 	k.log = logr.FromContextOrDiscard(ctx).WithValues("node", k.cfg.NodeName)
 	k.mu.Lock()
 	k.base = ctx
@@ -219,28 +232,31 @@ func (k *Kubelet) Start(ctx context.Context) error {
 		// does: the first heartbeat of a boot does not wait for the pod
 		// list. Subscribed before it runs, the kubelet gets every pod as
 		// an event.
-		var err error
 		if own, err = NewInformerPodSource(k.cfg.Client, k.cfg.NodeName); err != nil {
-			return err
+			return nil, err
 		}
 		pods = own
 	}
 	unsubscribe := pods.Subscribe(k.cfg.NodeName, k.pods.onPod)
-	defer unsubscribe()
+	stopOwn := func() {}
 	if own != nil {
-		sctx, stop := context.WithCancel(ctx)
-		defer func() { stop(); own.Shutdown() }()
+		sctx, cancel := context.WithCancel(ctx)
+		stopOwn = func() { cancel(); own.Shutdown() }
 		own.Run(sctx)
 	}
 	k.life.Lock()
-	err := k.startLifetime(ctx, Startup{})
+	err = k.startLifetime(ctx, Startup{})
 	k.life.Unlock()
 	if err != nil {
-		return err
+		stopOwn()
+		unsubscribe()
+		return nil, err
 	}
-	<-ctx.Done()
-	k.life.Lock()
-	k.stopLifetime()
-	k.life.Unlock()
-	return nil
+	return func() {
+		k.life.Lock()
+		k.stopLifetime()
+		k.life.Unlock()
+		stopOwn()
+		unsubscribe()
+	}, nil
 }

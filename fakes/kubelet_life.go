@@ -74,11 +74,10 @@ func (k *Kubelet) startLifetime(caller context.Context, st Startup) error {
 
 	lt.spawn(func() { k.lease.loop(ctx, lt.truth) })
 	lt.spawn(func() { k.status.loop(ctx) })
-	lt.spawn(func() { k.pods.loop(ctx, &lt.wg) })
 	if st.NotReadyFor > 0 {
 		lt.spawn(func() { k.status.endStartupBlip(ctx, st.NotReadyFor) })
 	}
-	k.pods.kick()
+	k.pods.attach(ctx, &lt.wg)
 	return nil
 }
 
@@ -89,6 +88,7 @@ func (k *Kubelet) stopLifetime() {
 	lt := k.run
 	k.run = nil
 	k.mu.Unlock()
+	k.pods.detach()
 	if lt != nil {
 		lt.cancel()
 		lt.wg.Wait()

@@ -28,11 +28,13 @@ type podRunner struct {
 	*host
 	// publish asks for a ground-truth publication (after a worker action).
 	publish func()
-	// wake nudges the pod sync; it outlives kubelet lifetimes (a start
-	// syncs anyway).
-	wake chan struct{}
 
-	mu         sync.Mutex
+	mu sync.Mutex
+	// run and runWG are the kubelet lifetime the pod sync starts workers
+	// in; nil while the kubelet is down (a start syncs anyway). The sync
+	// runs in the caller of kick, so a node costs no goroutine for it.
+	run        context.Context
+	runWG      *sync.WaitGroup
 	pods       map[types.UID]*corev1.Pod
 	containers map[types.UID]*container
 	workers    map[types.UID]context.CancelFunc
@@ -55,7 +57,7 @@ type container struct {
 }
 
 func newPodRunner(h *host, publish func()) *podRunner {
-	return &podRunner{host: h, publish: publish, wake: make(chan struct{}, 1),
+	return &podRunner{host: h, publish: publish,
 		pods: map[types.UID]*corev1.Pod{}, containers: map[types.UID]*container{},
 		workers: map[types.UID]context.CancelFunc{}, deleting: map[types.UID]bool{}}
 }
@@ -78,8 +80,31 @@ func (r *podRunner) onPod(pod *corev1.Pod, deleted bool) {
 	r.kick()
 }
 
-// kick asks for a pod sync.
-func (r *podRunner) kick() { nudge(r.wake) }
+// kick syncs the pods with the running kubelet lifetime, if any.
+func (r *podRunner) kick() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.run != nil {
+		r.syncLocked(r.run, r.runWG)
+	}
+}
+
+// attach makes the pod sync start workers in the lifetime ctx, wg, and
+// syncs.
+func (r *podRunner) attach(ctx context.Context, wg *sync.WaitGroup) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.run, r.runWG = ctx, wg
+	r.syncLocked(ctx, wg)
+}
+
+// detach ends the pod sync in the current lifetime; it comes before the
+// lifetime waits for its goroutines, so none joins it after that.
+func (r *podRunner) detach() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.run, r.runWG = nil, nil
+}
 
 // forgetWorkers drops the workers and deletions in flight of a stopped
 // kubelet lifetime, so the next one starts its own (a deletion the stop
@@ -100,38 +125,32 @@ func (r *podRunner) actionCount() int {
 	return r.actions
 }
 
-// loop starts a worker for every pod of this node that needs one and
-// finishes the deletion of pods being deleted, at every nudge until ctx
-// ends. The goroutines it starts join wg.
-func (r *podRunner) loop(ctx context.Context, wg *sync.WaitGroup) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-r.wake:
-		}
-		r.mu.Lock()
-		for uid, pod := range r.pods {
-			switch {
-			case r.deleting[uid]:
-			case pod.DeletionTimestamp != nil:
-				if cancel, ok := r.workers[uid]; ok {
-					cancel()
-					delete(r.workers, uid)
-				}
-				r.deleting[uid] = true
-				wg.Add(1)
-				go func() { defer wg.Done(); r.finishDeletion(ctx, pod) }()
-			case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
-			case r.workers[uid] != nil:
-			default:
-				wctx, cancel := context.WithCancel(ctx)
-				r.workers[uid] = cancel
-				wg.Add(1)
-				go func() { defer wg.Done(); r.runPod(wctx, pod) }()
+// syncLocked starts a worker for every pod of this node that needs one
+// and finishes the deletion of pods being deleted; the goroutines it
+// starts join wg. The caller holds r.mu.
+func (r *podRunner) syncLocked(ctx context.Context, wg *sync.WaitGroup) {
+	if ctx.Err() != nil {
+		return
+	}
+	for uid, pod := range r.pods {
+		switch {
+		case r.deleting[uid]:
+		case pod.DeletionTimestamp != nil:
+			if cancel, ok := r.workers[uid]; ok {
+				cancel()
+				delete(r.workers, uid)
 			}
+			r.deleting[uid] = true
+			wg.Add(1)
+			go func() { defer wg.Done(); r.finishDeletion(ctx, pod) }()
+		case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
+		case r.workers[uid] != nil:
+		default:
+			wctx, cancel := context.WithCancel(ctx)
+			r.workers[uid] = cancel
+			wg.Add(1)
+			go func() { defer wg.Done(); r.runPod(wctx, pod) }()
 		}
-		r.mu.Unlock()
 	}
 }
 
