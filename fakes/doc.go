@@ -97,7 +97,11 @@
 // it may change only its Node, its Lease, its pods and events. The shared
 // informer needs one more rule, get/list/watch on pods cluster-wide,
 // which FleetRBAC returns. A lone kubelet (the VM agent) watches only its
-// own pods and needs nothing beyond its node identity.
+// own pods and needs nothing beyond its node identity. KubeletRESTConfig
+// makes a client speak protobuf, as the kubelet does by default.
+//
+// A running node costs two goroutines (Lease renewal and status) plus one
+// per container running; its pod sync runs in the pod event's handler.
 //
 // The control socket (ServeControl, ControlClient) lets a person reboot
 // nodes of a running fleet by hand ('bootproof nodes reboot').
