@@ -3,6 +3,8 @@ package bench_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -102,21 +104,16 @@ func waitFor(t *testing.T, cond func() bool) {
 }
 
 // TestKWOKStagesMatchModule: the stage files in testdata/kwok are the
-// module's, byte for byte, when tools/kwok's module is in the module cache.
+// module's, byte for byte. With BOOTPROOF_REQUIRE_TOOLS=1 ('make test') the
+// module is downloaded when the cache lacks it (a fresh machine); otherwise
+// the test skips, saying so, when it is not cached.
 func TestKWOKStagesMatchModule(t *testing.T) {
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kwok")
-	cmd.Dir = filepath.Join("..", "..", "tools", "kwok")
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
 	require := os.Getenv("BOOTPROOF_REQUIRE_TOOLS") == "1" // make test: fetch it, never skip
-	if !require {
-		cmd.Env = append(cmd.Env, "GOPROXY=off")
-	}
-	out, err := cmd.Output()
-	dir := strings.TrimSpace(string(out))
-	if (err != nil || dir == "") && require {
+	dir, err := kwokModuleDir(filepath.Join("..", "..", "tools", "kwok"), require, nil)
+	if err != nil && require {
 		t.Fatalf("sigs.k8s.io/kwok of tools/kwok: %v", err)
 	}
-	if err != nil || dir == "" {
+	if err != nil {
 		t.Skipf("sigs.k8s.io/kwok not in the module cache (go mod download in tools/kwok, or BOOTPROOF_REQUIRE_TOOLS=1): %v", err)
 	}
 	for file, path := range map[string]string{
@@ -125,7 +122,7 @@ func TestKWOKStagesMatchModule(t *testing.T) {
 	} {
 		want, err := os.ReadFile(filepath.Join(dir, path))
 		if err != nil {
-			t.Skipf("module cache: %v", err)
+			t.Fatalf("module cache holds sigs.k8s.io/kwok at %s but not %s: %v", dir, path, err)
 		}
 		got, err := os.ReadFile(filepath.Join("testdata", "kwok", file))
 		if err != nil {
@@ -134,5 +131,61 @@ func TestKWOKStagesMatchModule(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Errorf("testdata/kwok/%s differs from %s in sigs.k8s.io/kwok: copy it again (ORIGIN.md)", file, path)
 		}
+	}
+}
+
+// kwokModuleDir returns the directory of tools/kwok's pinned
+// sigs.k8s.io/kwok in the module cache. 'go mod download -json' fills
+// Dir only once the module is there, unlike 'go list -m', whose Dir is
+// empty (and no error) for a module not yet downloaded. Without download
+// the proxy is off, so only the cache is read.
+func kwokModuleDir(toolsDir string, download bool, env []string) (string, error) {
+	cmd := exec.Command("go", "mod", "download", "-json", "sigs.k8s.io/kwok")
+	cmd.Dir = toolsDir
+	cmd.Env = append(os.Environ(), env...)
+	if !download {
+		cmd.Env = append(cmd.Env, "GOPROXY=off")
+	}
+	out, runErr := cmd.Output()
+	var m struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &m); err != nil {
+		return "", fmt.Errorf("go mod download -json sigs.k8s.io/kwok in %s: %w (output %q, exit %v)", toolsDir, err, out, runErr)
+	}
+	if m.Error != "" || m.Dir == "" {
+		return "", fmt.Errorf("go mod download -json sigs.k8s.io/kwok in %s: %q (exit %v)", toolsDir, m.Error, runErr)
+	}
+	return m.Dir, nil
+}
+
+// TestKWOKModuleDirFromEmptyCache guards the fresh machine: with an empty
+// module cache, the presence check of TestKWOKStagesMatchModule downloads
+// the module when 'make test' requires tools, and reports it missing
+// (never an empty directory) when it may not download.
+func TestKWOKModuleDirFromEmptyCache(t *testing.T) {
+	if os.Getenv("BOOTPROOF_REQUIRE_TOOLS") != "1" {
+		t.Skip("downloads sigs.k8s.io/kwok from the module proxy into an empty cache: runs with BOOTPROOF_REQUIRE_TOOLS=1 ('make test')")
+	}
+	cache := t.TempDir()
+	t.Cleanup(func() { // the module cache is read-only; go clean empties it
+		clean := exec.Command("go", "clean", "-modcache")
+		clean.Env = append(os.Environ(), "GOMODCACHE="+cache)
+		if out, err := clean.CombinedOutput(); err != nil {
+			t.Errorf("go clean -modcache in %s: %v\n%s", cache, err, out)
+		}
+	})
+	env := []string{"GOMODCACHE=" + cache, "GOFLAGS=-modcacherw"}
+	tools := filepath.Join("..", "..", "tools", "kwok")
+	if dir, err := kwokModuleDir(tools, false, env); err == nil {
+		t.Fatalf("an empty cache without the proxy gave a module directory %q, want an error", dir)
+	}
+	dir, err := kwokModuleDir(tools, true, env)
+	if err != nil {
+		t.Fatalf("download into an empty cache: %v", err)
+	}
+	if !strings.HasPrefix(dir, cache) {
+		t.Fatalf("module directory %s is outside the empty cache %s", dir, cache)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "kustomize", "stage", "node", "fast", "node-initialize.yaml")); err != nil {
+		t.Fatalf("downloaded module lacks its stage file: %v", err)
 	}
 }
