@@ -1,0 +1,12 @@
+// Command bootproof-runc-shim is the OCI runtime wrapper 'make deps-kind'
+// registers with docker on a host that cannot grant every capability
+// --privileged asks for (see harness/kindhost).
+package main
+
+import (
+	"os"
+
+	"github.com/bootproof/bootproof/harness/kindhost"
+)
+
+func main() { os.Exit(kindhost.ShimMain(os.Args)) }
