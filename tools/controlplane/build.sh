@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the embedded control plane's binaries into BIN_DIR (default bin/)
 # from the modules pinned under tools/controlplane/, and rebuilds only when
-# those pins (go.mod, go.sum) or this script change.
+# those pins (go.mod, go.sum) or this script change. They are statically
+# linked (CGO_ENABLED=0), as upstream's are, and share their build with the
+# kind node image's (tools/kindnode/build.sh).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -24,7 +26,7 @@ build() { # module, stamp name, output directory, packages...
   fi
   echo "controlplane: building $* (first build takes several minutes)"
   local start=$SECONDS
-  (cd "$here/$mod" && go build -trimpath \
+  (cd "$here/$mod" && CGO_ENABLED=0 go build -trimpath \
     -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$k8s_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor" \
     -o "$out" "$@")
   echo "$want" > "$bin_dir/.$mod.stamp"

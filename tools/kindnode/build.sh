@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Builds every binary of bootproof's kind node image into BIN_DIR/kindnode
+# (default bin/kindnode), statically linked, from the pins under tools/:
+#   tools/controlplane/kube  kube-apiserver, kube-controller-manager,
+#                            kube-scheduler, kube-proxy, kubelet, kubeadm, kubectl
+#   tools/kindnode/etcd      etcd (the version kubeadm asks for)
+#   tools/kindnode/coredns   coredns
+#   tools/kindnode/containerd containerd, ctr, containerd-shim-runc-v2
+#   tools/kindnode/runc      runc (cgo, static, with seccomp: needs gcc and libseccomp-dev)
+#   tools/kindnode/cni       host-local, loopback, ptp, portmap
+#   tools/kindnode/crictl    crictl
+#   k8s.io/kubernetes's build/pause/linux/pause.c   pause (gcc -static)
+# Each group is rebuilt only when its pins (go.mod, go.sum) or this script
+# change; each says what it builds and how long it took.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+tools="$(cd "$here/.." && pwd)"
+out="${BIN_DIR:-$tools/../bin}/kindnode"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+kube="$tools/controlplane/kube"
+k8s_version="$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' "$kube/go.mod")"
+minor="$(echo "$k8s_version" | cut -d. -f2)"
+export CGO_ENABLED=0
+
+stamp() { cat "$1/go.mod" "$1/go.sum" "${BASH_SOURCE[0]}" | sha256sum | cut -d' ' -f1; }
+
+# group NAME MODULE_DIR "BINARIES" COMMAND...: run COMMAND in MODULE_DIR
+# unless the stamp is current and every binary is there.
+group() {
+  local name="$1" dir="$2" bins="$3"; shift 3
+  local want have="" all=1
+  want="$(stamp "$dir")"
+  [ -f "$out/.$name.stamp" ] && have="$(cat "$out/.$name.stamp")"
+  for b in $bins; do [ -x "$out/$b" ] || all=0; done
+  if [ "$want" = "$have" ] && [ "$all" = 1 ]; then
+    echo "kindnode: $name is current ($bins)"
+    return
+  fi
+  echo "kindnode: building $name ($bins) ..."
+  local start=$SECONDS
+  (cd "$dir" && "$@")
+  echo "$want" > "$out/.$name.stamp"
+  echo "kindnode: built $name in $((SECONDS - start))s"
+}
+
+kube_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$k8s_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/client-go/pkg/version.gitVersion=$k8s_version"
+group kube "$kube" "kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubeadm kubectl" \
+  go build -trimpath -ldflags "$kube_ldflags" -o "$out/" \
+    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-proxy \
+    k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubeadm k8s.io/kubernetes/cmd/kubectl
+
+etcd_version="$(awk '$1 == "require" && $2 == "go.etcd.io/etcd/server/v3" {print $3}' "$here/etcd/go.mod")"
+group etcd "$here/etcd" "etcd" go build -trimpath -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3
+
+group coredns "$here/coredns" "coredns" go build -trimpath -ldflags "-s -w" -o "$out/coredns" github.com/coredns/coredns
+
+containerd_version="$(awk '$1 == "require" && $2 == "github.com/containerd/containerd/v2" {print $3}' "$here/containerd/go.mod")"
+group containerd "$here/containerd" "containerd ctr containerd-shim-runc-v2" \
+  go build -trimpath -tags "no_aufs no_zfs no_btrfs no_devmapper" \
+    -ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$containerd_version" -o "$out/" \
+    github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/ctr \
+    github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2
+
+runc_version="$(awk '$1 == "require" && $2 == "github.com/opencontainers/runc" {print $3}' "$here/runc/go.mod")"
+group runc "$here/runc" "runc" \
+  env CGO_ENABLED=1 go build -trimpath -tags "seccomp urfave_cli_no_docs netgo osusergo" \
+    -ldflags "-s -w -extldflags -static -X main.version=${runc_version#v}" -o "$out/runc" github.com/opencontainers/runc
+
+group cni "$here/cni" "host-local loopback ptp portmap" \
+  go build -trimpath -ldflags "-s -w" -o "$out/" \
+    github.com/containernetworking/plugins/plugins/ipam/host-local github.com/containernetworking/plugins/plugins/main/loopback \
+    github.com/containernetworking/plugins/plugins/main/ptp github.com/containernetworking/plugins/plugins/meta/portmap
+
+crictl_version="$(awk '$1 == "require" && $2 == "sigs.k8s.io/cri-tools" {print $3}' "$here/crictl/go.mod")"
+group crictl "$here/crictl" "crictl" \
+  go build -trimpath -ldflags "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$crictl_version" -o "$out/crictl" sigs.k8s.io/cri-tools/cmd/crictl
+
+build_pause() {
+  local src
+  src="$(go mod download -json k8s.io/kubernetes | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')/build/pause/linux"
+  local tag
+  tag="$(awk -F'[ =?]+' '$1 == "TAG" {print $2}' "$src/../Makefile")"
+  gcc -Os -Wall -Werror -static -DVERSION="v$tag-bootproof" -o "$out/pause" "$src/pause.c"
+  strip "$out/pause"
+}
+group pause "$kube" "pause" build_pause
+
+echo "kindnode: binaries current in $out (Kubernetes $k8s_version, etcd $etcd_version, containerd $containerd_version, runc $runc_version)"
