@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# 'make kind-image': bootproof's kind node image for the Kubernetes version
+# pinned in tools/controlplane/kube, built on this machine with no registry
+# (harness/kindimage), and rebuilt only when what it is made of changes:
+# the pins under tools/ (tools/controlplane/kube, tools/kindnode/*), the
+# builder (harness/kindimage, this script) and kind's version in go.mod.
+# Its tag carries a hash of those, so a cached image is found by name.
+#   hack/kind-image.sh          build it unless cached; the tag is the last line
+#   hack/kind-image.sh --tag    print the tag only
+# KIND_IMAGE_REBUILD=1 builds it even when cached (Debian's packages move on).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+bin_dir="${BIN_DIR:-$PWD/bin}"
+k8s_version="$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' tools/controlplane/kube/go.mod)"
+inputs=(tools/controlplane/kube/go.mod tools/controlplane/kube/go.sum tools/kindnode/build.sh hack/kind-image.sh)
+inputs+=(tools/kindnode/*/go.mod tools/kindnode/*/go.sum)
+while IFS= read -r f; do inputs+=("$f"); done < <(find harness/kindimage -type f ! -name '*_test.go' ! -path '*/testdata/*' | LC_ALL=C sort)
+stamp="$( { cat "${inputs[@]}"; grep -E '^\s*sigs.k8s.io/kind ' go.mod; } | sha256sum | cut -c1-12)"
+tag="bootproof/kind-node:${k8s_version}-${stamp}"
+if [ "${1:-}" = --tag ]; then echo "$tag"; exit 0; fi
+
+command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1 || {
+  echo "kind-image: no docker engine answers here; 'make deps-kind' (root, Debian/Ubuntu) installs and starts one" >&2; exit 2; }
+if [ -z "${KIND_IMAGE_REBUILD:-}" ] && docker image inspect "$tag" >/dev/null 2>&1; then
+  echo "kind-image: $tag is cached (built $(docker image inspect -f '{{.Created}}' "$tag"))"
+  echo "$tag"
+  exit 0
+fi
+start=$SECONDS
+echo "kind-image: building $tag (first build: about 25 minutes on 2 cores; later builds reuse Go's build cache and debootstrap's downloads)"
+BIN_DIR="$bin_dir" tools/kindnode/build.sh
+CGO_ENABLED=0 go build -o "$bin_dir/bootproof" ./cmd/bootproof
+"$bin_dir/bootproof" kind build-node-image --bin-dir "$bin_dir/kindnode" --tag "$tag"
+# Older images of this builder are superseded; their layers go with them.
+docker image ls --format '{{.Repository}}:{{.Tag}}' bootproof/kind-node | grep -vxF "$tag" | xargs -r docker rmi >/dev/null 2>&1 || true
+echo "kind-image: built $tag in $((SECONDS - start))s ($(docker image inspect -f '{{.Size}}' "$tag" | awk '{printf "%.0f MB", $1/1e6}'))"
+echo "$tag"

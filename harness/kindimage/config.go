@@ -1,0 +1,101 @@
+package kindimage
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Binaries every node image needs in Config.BinDir, as
+// tools/kindnode/build.sh names them.
+var (
+	// NodeBinaries go into the node's filesystem.
+	NodeBinaries = []string{"kubelet", "kubeadm", "kubectl", "containerd", "ctr", "containerd-shim-runc-v2", "runc", "crictl",
+		"host-local", "loopback", "ptp", "portmap"}
+	// ImageBinaries go into the control-plane images.
+	ImageBinaries = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "etcd", "coredns", "pause"}
+)
+
+// Debian packages of the node (kind's base image list, without the
+// storage-test packages) and of the kube-proxy image (what kube-proxy's
+// iptables and nftables modes run).
+var (
+	NodePackages  = []string{"systemd", "conntrack", "iptables", "nftables", "iproute2", "ethtool", "util-linux", "mount", "kmod", "libseccomp2", "pigz", "bash", "ca-certificates", "curl", "jq", "procps"}
+	ProxyPackages = []string{"iptables", "nftables", "conntrack", "kmod"}
+)
+
+// Config configures Build.
+type Config struct {
+	// BinDir holds the binaries of NodeBinaries and ImageBinaries
+	// (tools/kindnode/build.sh writes bin/kindnode).
+	BinDir string
+	// Tag names the node image, e.g. bootproof/kind-node:v1.37.2-<stamp>.
+	Tag string
+	// WorkDir keeps the debootstrap caches and the image archives between
+	// builds; default .cache/kind-image.
+	WorkDir string
+	// Suite and Mirror are the Debian release and archive debootstrap
+	// installs from; default bookworm from http://deb.debian.org/debian.
+	Suite  string
+	Mirror string
+	// PodSubnet is the node's pod range, written into its CNI
+	// configuration; default 10.244.0.0/24, the first node range of kind's
+	// default pod subnet (10.244.0.0/16) on a one-node cluster.
+	PodSubnet string
+	// Docker is the container engine's command; default docker.
+	Docker string
+	// Progress receives a line per step with its duration; default
+	// io.Discard.
+	Progress io.Writer
+}
+
+// Default fills in the defaults.
+func (c *Config) Default() {
+	c.WorkDir = cmp.Or(c.WorkDir, filepath.Join(".cache", "kind-image"))
+	c.Suite = cmp.Or(c.Suite, "bookworm")
+	c.Mirror = cmp.Or(c.Mirror, "http://deb.debian.org/debian")
+	c.PodSubnet = cmp.Or(c.PodSubnet, "10.244.0.0/24")
+	c.Docker = cmp.Or(c.Docker, "docker")
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+}
+
+// Validate checks the configuration and that every binary is in BinDir.
+// Its errors carry the field's path (BinDir, Tag, ...).
+func (c *Config) Validate() error {
+	var errs field.ErrorList
+	if c.Tag == "" {
+		errs = append(errs, field.Required(field.NewPath("Tag"), "the node image's name, e.g. bootproof/kind-node:v1.37.2"))
+	} else if c.Tag != strings.ToLower(c.Tag) || strings.ContainsAny(c.Tag, " @") {
+		errs = append(errs, field.Invalid(field.NewPath("Tag"), c.Tag, "accepted: a lower-case image name with a tag and no digest"))
+	}
+	if c.BinDir == "" {
+		errs = append(errs, field.Required(field.NewPath("BinDir"), "the binaries of tools/kindnode/build.sh (bin/kindnode)"))
+	} else if missing := missingBinaries(c.BinDir); len(missing) > 0 {
+		errs = append(errs, field.Invalid(field.NewPath("BinDir"), c.BinDir,
+			fmt.Sprintf("missing %s: build them with tools/kindnode/build.sh ('make kind-image' does)", strings.Join(missing, ", "))))
+	}
+	return errs.ToAggregate()
+}
+
+func missingBinaries(dir string) []string {
+	var missing []string
+	for _, b := range append(append([]string{}, NodeBinaries...), ImageBinaries...) {
+		st, err := os.Stat(filepath.Join(dir, b))
+		if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+			missing = append(missing, b)
+		}
+	}
+	return missing
+}
+
+// ErrNotRoot is returned when Build runs as another user than root:
+// debootstrap and the node's file ownership need root.
+var ErrNotRoot = errors.New("building the kind node image needs root (debootstrap installs the Debian base): run 'make kind-image' as root")

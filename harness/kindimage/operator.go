@@ -1,0 +1,79 @@
+package kindimage
+
+import (
+	"debug/elf"
+	"fmt"
+	"os"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// DefaultOperatorRef is the name of bootproof's operator image, as the
+// Deployments in examples/deploy/ use it.
+const DefaultOperatorRef = "bootproof.local/bootproof:dev"
+
+// OperatorImage is an image archive holding a bootproof executable: what
+// a Deployment needs to run 'bootproof kmm' in a cluster.
+type OperatorImage struct {
+	// Ref is the image's name; default DefaultOperatorRef.
+	Ref string
+	// Out is the archive's path.
+	Out string
+	// Executable is the bootproof executable; default the running one.
+	Executable string
+}
+
+// Validate checks the fields and that the executable is statically
+// linked (the image holds nothing else).
+func (o *OperatorImage) Validate() error {
+	var errs field.ErrorList
+	if o.Ref == "" {
+		o.Ref = DefaultOperatorRef
+	}
+	if _, err := ParseImageRef(o.Ref); err != nil {
+		errs = append(errs, field.Invalid(field.NewPath("Ref"), o.Ref, "accepted: an image name with a tag, e.g. "+DefaultOperatorRef))
+	}
+	if o.Out == "" {
+		errs = append(errs, field.Required(field.NewPath("Out"), "the image archive to write"))
+	}
+	if o.Executable == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		o.Executable = exe
+	}
+	if static, err := IsStatic(o.Executable); err != nil {
+		errs = append(errs, field.Invalid(field.NewPath("Executable"), o.Executable, err.Error()))
+	} else if !static {
+		errs = append(errs, field.Invalid(field.NewPath("Executable"), o.Executable,
+			"dynamically linked, so it cannot run alone in an image: build it with CGO_ENABLED=0 ('make build' does)"))
+	}
+	return errs.ToAggregate()
+}
+
+// Write writes the archive.
+func (o *OperatorImage) Write() error {
+	return WriteImageArchive(ImageSpec{
+		Ref:        o.Ref,
+		Files:      []File{{Path: "/bootproof", Source: o.Executable, Mode: 0o755}},
+		Entrypoint: []string{"/bootproof"},
+		User:       "65532:65532",
+	}, o.Out)
+}
+
+// IsStatic reports whether the ELF executable at path has no program
+// interpreter, i.e. needs no dynamic loader and no shared libraries.
+func IsStatic(path string) (bool, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false, fmt.Errorf("not an ELF executable: %w", err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return false, nil
+		}
+	}
+	return true, nil
+}
