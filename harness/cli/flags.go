@@ -25,11 +25,12 @@ var flagOf = map[string]string{
 	"BinDir":        "--bin-dir",
 	"CertValidity":  "--cert-validity",
 	// cluster providers, the catalog, backends, the fleet's control socket
-	"Kubeconfig":      "--kubeconfig",
-	"KindCluster":     "--kind-cluster",
-	"Scenario":        "--scenario",
-	"NodeCredentials": "--node-credentials",
-	"ControlSocket":   "--control-socket",
+	"Kubeconfig":        "--kubeconfig",
+	"KindCluster":       "--kind-cluster",
+	"KindImageArchives": "--kind-load-image-archive",
+	"Scenario":          "--scenario",
+	"NodeCredentials":   "--node-credentials",
+	"ControlSocket":     "--control-socket",
 	// kmm.Options ('bootproof kmm')
 	"Detector":                "--detector",
 	"RecordBootFrom":          "--record-boot-from",

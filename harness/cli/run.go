@@ -44,6 +44,7 @@ type runOptions struct {
 	subjectFiles  []string
 	kindCluster   string
 	kindImage     string
+	kindArchives  []string
 	retain        bool
 	nodeCreds     string
 	maxNodesSet   bool
@@ -101,7 +102,8 @@ error, an invalid run or an infrastructure fault.`,
 	f.StringVar(&o.binDir, "bin-dir", "", "control-plane binaries for the embedded cluster (default as for 'controlplane up')")
 	f.DurationVar(&o.certValidity, "cert-validity", controlplane.DefaultCertValidity, "how long the embedded cluster's certificates are valid (it stops working after that)")
 	f.StringVar(&o.kindCluster, "kind-cluster", "", "with --cluster kind: reuse this existing kind cluster instead of creating one")
-	f.StringVar(&o.kindImage, "kind-image", cluster.DefaultKindImage, "with --cluster kind: the node image")
+	f.StringVar(&o.kindImage, "kind-image", cluster.DefaultKindImage, "with --cluster kind: the node image (kind's published one, or one 'make kind-image' built here)")
+	f.StringSliceVar(&o.kindArchives, "kind-load-image-archive", nil, "with --cluster kind: image archives to load into the cluster's nodes (e.g. from 'bootproof kind build-operator-image'); repeatable")
 	f.BoolVar(&o.retain, "retain", false, "with --cluster kind: keep the cluster bootproof created")
 	addVMFlags(f, &o.vm)
 	f.StringVar(&o.nodeCreds, "node-credentials", "shared", "with --cluster kubeconfig: shared (simulated nodes act with the kubeconfig's identity) or csr (each node gets system:node:<name> through an approved CertificateSigningRequest)")
@@ -291,13 +293,18 @@ func (rc *runContext) startCluster(ctx context.Context) (scenarios.Cluster, []co
 		if err := cluster.KindPreflight(ctx); err != nil {
 			return nil, nil, withCode(ExitInfra, err)
 		}
-		name := cmp.Or(o.kindCluster, "bootproof")
-		fmt.Fprintf(s.Err, "starting kind cluster %s (grace period %s)\n", name, rc.plan.grace)
-		k, err := cluster.StartKind(ctx, cluster.KindConfig{Name: name, Reuse: o.kindCluster != "", Retain: o.retain,
-			Image: o.kindImage, GracePeriod: rc.plan.grace, MonitorPeriod: o.monitor, LogDir: o.reportDir})
+		fmt.Fprintf(s.Err, "starting kind cluster (image %s, grace period %s)\n", o.kindImage, rc.plan.grace)
+		start := time.Now()
+		k, err := cluster.StartKind(ctx, cluster.KindConfig{Name: o.kindCluster, Reuse: o.kindCluster != "", Retain: o.retain,
+			Image: o.kindImage, GracePeriod: rc.plan.grace, MonitorPeriod: o.monitor, LogDir: o.reportDir, ImageArchives: o.kindArchives})
 		if err != nil {
+			var ie *scenarios.InputError
+			if errors.As(err, &ie) {
+				return nil, nil, withCode(ExitUsage, err)
+			}
 			return nil, nil, withCode(ExitInfra, err)
 		}
+		fmt.Fprintf(s.Err, "kind cluster %s ready in %s\n", k.ClusterName(), time.Since(start).Round(time.Second))
 		rc.defer_(func() { _ = k.Stop(rc.failed) })
 		return k, nil, nil // fakes.SimulatedTaints keep kind's own pods off the simulated nodes
 	}

@@ -15,13 +15,15 @@ import (
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	"sigs.k8s.io/yaml"
 
+	"github.com/bootproof/bootproof/harness/kindhost"
 	"github.com/bootproof/bootproof/harness/shutdown"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
 func TestKindClusterConfigGolden(t *testing.T) {
-	got, err := KindClusterConfig(KindConfig{Name: "bootproof", GracePeriod: 10 * time.Second, MonitorPeriod: time.Second})
+	v1, restrict := false, false
+	got, err := KindClusterConfig(KindConfig{Name: "bootproof", GracePeriod: 10 * time.Second, MonitorPeriod: time.Second, CgroupV1: &v1, RestrictOOMScoreAdj: &restrict})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,6 +52,30 @@ func TestKindClusterConfigGolden(t *testing.T) {
 		if !strings.Contains(string(got), s) {
 			t.Errorf("config lacks %q", s)
 		}
+	}
+	if strings.Contains(string(got), "failCgroupV1") || strings.Contains(string(got), "restrict_oom_score_adj") {
+		t.Error("a cgroup v2 host with every capability gets the patches of a restricted host")
+	}
+	// On a cgroup v1 host the kubelet (1.35+) must be told it may run;
+	// without CAP_SYS_RESOURCE, containerd must not lower OOM scores.
+	v1, restrict = true, true
+	got, err = KindClusterConfig(KindConfig{Name: "bootproof", CgroupV1: &v1, RestrictOOMScoreAdj: &restrict})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc = v1alpha4.Cluster{}
+	if err := yaml.UnmarshalStrict(got, &kc); err != nil || len(kc.KubeadmConfigPatches) != 2 {
+		t.Fatalf("cgroup v1 config: %v\n%s", err, got)
+	}
+	var kubelet map[string]any
+	if err := yaml.Unmarshal([]byte(kc.KubeadmConfigPatches[1]), &kubelet); err != nil {
+		t.Fatal(err)
+	}
+	if kubelet["kind"] != "KubeletConfiguration" || kubelet["apiVersion"] != "kubelet.config.k8s.io/v1beta1" || kubelet["failCgroupV1"] != false {
+		t.Errorf("kubelet patch on cgroup v1: %v", kubelet)
+	}
+	if len(kc.ContainerdConfigPatches) != 1 || !strings.Contains(kc.ContainerdConfigPatches[0], "restrict_oom_score_adj = true") {
+		t.Errorf("containerd patches without CAP_SYS_RESOURCE: %v", kc.ContainerdConfigPatches)
 	}
 }
 
@@ -124,5 +150,57 @@ func TestSweepKind(t *testing.T) {
 	}
 	if got := (KindConfig{Retain: true}).defaults().Name; got != "bootproof" {
 		t.Errorf("retained cluster's default name %q", got)
+	}
+}
+
+// fakeEngine puts a docker on PATH that answers info and image inspect
+// as told and fails 'run' as runc does on a host without a capability.
+func fakeEngine(t *testing.T, haveImage, runOK bool) {
+	t.Helper()
+	dir := t.TempDir()
+	script := `#!/bin/sh
+case "$1" in
+  info) echo 20.10.24; exit 0 ;;
+  image) ` + map[bool]string{true: "exit 0", false: "echo 'Error: No such image' >&2; exit 1"}[haveImage] + ` ;;
+  pull) echo 'Error response from daemon: Get "https://registry-1.docker.io/v2/": dial tcp: lookup registry-1.docker.io: no such host' >&2; exit 1 ;;
+  run) ` + map[bool]string{true: "exit 0", false: "echo 'docker: Error response from daemon: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: unable to apply caps: operation not permitted: unknown.' >&2; exit 126"}[runOK] + ` ;;
+esac
+exit 3
+`
+	if err := os.WriteFile(dir+"/docker", []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir)
+}
+
+func TestKindImagePreflight(t *testing.T) {
+	ctx := context.Background()
+	fakeEngine(t, false, true)
+	err := KindImagePreflight(ctx, LocalKindImagePrefix+"v1.37.2-0123456789ab")
+	if !errors.Is(err, ErrKindImageMissing) || !strings.Contains(err.Error(), "make kind-image") {
+		t.Errorf("local image missing: %v", err)
+	}
+	err = KindImagePreflight(ctx, DefaultKindImage)
+	if !errors.Is(err, ErrKindImageMissing) || !strings.Contains(err.Error(), "could not be pulled") || !strings.Contains(err.Error(), "make kind-image") {
+		t.Errorf("published image not pullable: %v", err)
+	}
+	fakeEngine(t, true, false)
+	err = KindImagePreflight(ctx, LocalKindImagePrefix+"v1.37.2-0123456789ab")
+	if !errors.Is(err, ErrPrivilegedRefused) || !strings.Contains(err.Error(), "unable to apply caps") {
+		t.Errorf("privileged refused: %v", err)
+	}
+	if missing, _ := kindhost.MissingCapabilities(); len(missing) > 0 {
+		for _, m := range missing {
+			if !strings.Contains(err.Error(), m) {
+				t.Errorf("the error does not name %s, which this host lacks: %v", m, err)
+			}
+		}
+		if !strings.Contains(err.Error(), "make deps-kind") {
+			t.Errorf("the error does not name the fix: %v", err)
+		}
+	}
+	fakeEngine(t, true, true)
+	if err := KindImagePreflight(ctx, LocalKindImagePrefix+"v1.37.2-0123456789ab"); err != nil {
+		t.Errorf("image present, privileged containers run: %v", err)
 	}
 }

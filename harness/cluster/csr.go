@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 )
 
 // CSRIssuer issues client identities on any cluster whose signers run in
@@ -98,10 +99,26 @@ func (c *CSRIssuer) issue(user string, groups []string, signer string) (*rest.Co
 	defer func() {
 		_ = cs.CertificatesV1().CertificateSigningRequests().Delete(context.Background(), created.Name, metav1.DeleteOptions{})
 	}()
-	created.Status.Conditions = append(created.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
-		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "BootproofApproved",
-		Message: "bootproof issues identities for its simulated nodes and subjects"})
-	if _, err := cs.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, created.Name, created, metav1.UpdateOptions{}); err != nil {
+	// Another controller may write the request between our reads (kind's
+	// kube-controller-manager runs csrapproving): approve the latest
+	// version, once.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		latest, err := cs.CertificatesV1().CertificateSigningRequests().Get(ctx, created.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, cond := range latest.Status.Conditions {
+			if cond.Type == certificatesv1.CertificateApproved && cond.Status == corev1.ConditionTrue {
+				return nil
+			}
+		}
+		latest.Status.Conditions = append(latest.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+			Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "BootproofApproved",
+			Message: "bootproof issues identities for its simulated nodes and subjects"})
+		_, err = cs.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, latest.Name, latest, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("approve certificate signing request %s for %s: %w", created.Name, user, err)
 	}
 	var certPEM []byte

@@ -9,13 +9,17 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
+	kindnodes "sigs.k8s.io/kind/pkg/cluster/nodes"
+	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 	"sigs.k8s.io/yaml"
 
+	"github.com/bootproof/bootproof/harness/kindhost"
 	"github.com/bootproof/bootproof/harness/shutdown"
 	"github.com/bootproof/bootproof/scenarios"
 )
@@ -43,6 +47,35 @@ type KindConfig struct {
 	LogDir string
 	// WaitForReady bounds the wait for the control plane; default 5m.
 	WaitForReady time.Duration
+	// ImageArchives are image archives (docker save format) loaded into
+	// every node of the cluster after it starts, as 'kind load
+	// image-archive' does: images built here for Deployments that run
+	// with imagePullPolicy: Never.
+	ImageArchives []string
+	// CgroupV1 tells the kubelet to run on a cgroup v1 host, which
+	// Kubernetes 1.35+ refuses by default (failCgroupV1); default: true
+	// where /sys/fs/cgroup is cgroup v1.
+	CgroupV1 *bool
+	// RestrictOOMScoreAdj makes the node's containerd clamp the pods' OOM
+	// score adjustments to its own (restrict_oom_score_adj), as in a user
+	// namespace: lowering one needs CAP_SYS_RESOURCE, which the node
+	// container lacks when the host's root does. Default: true where this
+	// process's bounding set lacks CAP_SYS_RESOURCE.
+	RestrictOOMScoreAdj *bool
+}
+
+// HostLacksSysResource reports whether this process's bounding set lacks
+// CAP_SYS_RESOURCE, so no container started from here can have it.
+func HostLacksSysResource() bool {
+	missing, err := kindhost.MissingCapabilities()
+	return err == nil && slices.Contains(missing, "CAP_SYS_RESOURCE")
+}
+
+// HostCgroupV1 reports whether this host mounts cgroup v1 (no unified
+// hierarchy at /sys/fs/cgroup).
+func HostCgroupV1() bool {
+	_, err := os.Stat("/sys/fs/cgroup/cgroup.controllers")
+	return err != nil
 }
 
 func (c KindConfig) defaults() KindConfig {
@@ -65,6 +98,14 @@ func (c KindConfig) defaults() KindConfig {
 	if c.WaitForReady == 0 {
 		c.WaitForReady = 5 * time.Minute
 	}
+	if c.CgroupV1 == nil {
+		v1 := HostCgroupV1()
+		c.CgroupV1 = &v1
+	}
+	if c.RestrictOOMScoreAdj == nil {
+		r := HostLacksSysResource()
+		c.RestrictOOMScoreAdj = &r
+	}
 	return c
 }
 
@@ -81,22 +122,40 @@ type kubeadmClusterConfiguration struct {
 	} `json:"controllerManager"`
 }
 
+// kubeletConfiguration is the kubelet's configuration patch on a cgroup
+// v1 host.
+type kubeletConfiguration struct {
+	APIVersion   string `json:"apiVersion"`
+	Kind         string `json:"kind"`
+	FailCgroupV1 bool   `json:"failCgroupV1"`
+}
+
 type kindNode struct {
 	Role  string `json:"role"`
 	Image string `json:"image"`
 }
 
 type kindClusterConfig struct {
-	Kind                 string     `json:"kind"`
-	APIVersion           string     `json:"apiVersion"`
-	Name                 string     `json:"name"`
-	Nodes                []kindNode `json:"nodes"`
-	KubeadmConfigPatches []string   `json:"kubeadmConfigPatches"`
+	Kind                    string     `json:"kind"`
+	APIVersion              string     `json:"apiVersion"`
+	Name                    string     `json:"name"`
+	Nodes                   []kindNode `json:"nodes"`
+	KubeadmConfigPatches    []string   `json:"kubeadmConfigPatches"`
+	ContainerdConfigPatches []string   `json:"containerdConfigPatches,omitempty"`
 }
 
+// restrictOOMScoreAdjPatch is the node containerd's configuration patch
+// (kind's config.toml is containerd's version 2 format).
+const restrictOOMScoreAdjPatch = `[plugins."io.containerd.grpc.v1.cri"]
+  restrict_oom_score_adj = true
+`
+
 // KindClusterConfig renders the kind cluster configuration: one
-// control-plane node of the pinned image, and a kubeadm patch that sets
-// kube-controller-manager's grace and monitor periods.
+// control-plane node of the pinned image, a kubeadm patch that sets
+// kube-controller-manager's grace and monitor periods, on a cgroup v1
+// host one that lets the kubelet run there, and on a host without
+// CAP_SYS_RESOURCE a containerd patch that keeps pods' OOM score
+// adjustments within what the node may set.
 func KindClusterConfig(cfg KindConfig) ([]byte, error) {
 	cfg = cfg.defaults()
 	var kc kubeadmClusterConfiguration
@@ -109,11 +168,23 @@ func KindClusterConfig(cfg KindConfig) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return yaml.Marshal(kindClusterConfig{
+	patches := []string{string(patch)}
+	if *cfg.CgroupV1 {
+		kubelet, err := yaml.Marshal(kubeletConfiguration{APIVersion: "kubelet.config.k8s.io/v1beta1", Kind: "KubeletConfiguration", FailCgroupV1: false})
+		if err != nil {
+			return nil, err
+		}
+		patches = append(patches, string(kubelet))
+	}
+	kc2 := kindClusterConfig{
 		Kind: "Cluster", APIVersion: "kind.x-k8s.io/v1alpha4", Name: cfg.Name,
 		Nodes:                []kindNode{{Role: "control-plane", Image: cfg.Image}},
-		KubeadmConfigPatches: []string{string(patch)},
-	})
+		KubeadmConfigPatches: patches,
+	}
+	if *cfg.RestrictOOMScoreAdj {
+		kc2.ContainerdConfigPatches = []string{restrictOOMScoreAdjPatch}
+	}
+	return yaml.Marshal(kc2)
 }
 
 // ErrNoContainerEngine is returned by KindPreflight when neither docker
@@ -123,6 +194,12 @@ var ErrNoContainerEngine = errors.New("kind needs a container engine, and neithe
 // KindPreflight checks that a container engine answers (docker info, then
 // podman info).
 func KindPreflight(ctx context.Context) error {
+	_, err := kindEngine(ctx)
+	return err
+}
+
+// kindEngine returns the path of the first container engine that answers.
+func kindEngine(ctx context.Context) (string, error) {
 	var tried []string
 	for _, engine := range []string{"docker", "podman"} {
 		path, err := exec.LookPath(engine)
@@ -134,11 +211,67 @@ func KindPreflight(ctx context.Context) error {
 		out, err := exec.CommandContext(c, path, "info", "--format", "{{.ServerVersion}}").CombinedOutput()
 		cancel()
 		if err == nil {
-			return nil
+			return path, nil
 		}
 		tried = append(tried, fmt.Sprintf("%s info: %v: %s", engine, err, firstLine(out)))
 	}
-	return fmt.Errorf("%w (%v)", ErrNoContainerEngine, tried)
+	return "", fmt.Errorf("%w (%v)", ErrNoContainerEngine, tried)
+}
+
+// LocalKindImagePrefix starts the names of the node images 'make
+// kind-image' builds here; they can only come from that build.
+const LocalKindImagePrefix = "bootproof/kind-node:"
+
+// ErrKindImageMissing is returned when the node image is neither in the
+// engine's store nor pullable.
+var ErrKindImageMissing = errors.New("kind node image missing")
+
+// ErrPrivilegedRefused is returned when the engine cannot start a
+// privileged container, as kind's nodes are.
+var ErrPrivilegedRefused = errors.New("the container engine refuses privileged containers")
+
+// KindImagePreflight checks that image is in the engine's store (pulling
+// it when it is not one built here) and that the engine starts a
+// privileged container from it, as kind does for its nodes. On a host
+// whose root lacks capabilities the error names them and 'make
+// deps-kind', which registers a runtime shim that drops them.
+func KindImagePreflight(ctx context.Context, image string) error {
+	engine, err := kindEngine(ctx)
+	if err != nil {
+		return err
+	}
+	if exec.CommandContext(ctx, engine, "image", "inspect", image).Run() != nil {
+		if strings.HasPrefix(image, LocalKindImagePrefix) {
+			return fmt.Errorf("%w: %s is not in %s's image store: build it with 'make kind-image' (make e2e-kind does, with KIND_NODE_IMAGE=local)", ErrKindImageMissing, image, filepath.Base(engine))
+		}
+		c, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		out, err := exec.CommandContext(c, engine, "pull", image).CombinedOutput()
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%w: %s is not here and could not be pulled (%v: %s); where no registry is reachable, build a node image with 'make kind-image' and give it with --kind-image (make e2e-kind KIND_NODE_IMAGE=local)",
+				ErrKindImageMissing, image, err, lastLine(out))
+		}
+	}
+	out, err := exec.CommandContext(ctx, engine, "run", "--rm", "--privileged", "--network", "none", "--entrypoint", "/bin/true", image).CombinedOutput()
+	if err == nil {
+		return nil
+	}
+	missing, capErr := kindhost.MissingCapabilities()
+	switch {
+	case capErr == nil && len(missing) > 0:
+		return fmt.Errorf("%w: a privileged container from %s failed (%s); this host's root lacks %s, which --privileged asks for: 'make deps-kind' (root) registers a runtime shim that drops only those (harness/kindhost)",
+			ErrPrivilegedRefused, image, lastLine(out), strings.Join(missing, ", "))
+	default:
+		return fmt.Errorf("%w: a privileged container from %s failed: %v: %s", ErrPrivilegedRefused, image, err, lastLine(out))
+	}
+}
+
+func lastLine(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
 }
 
 func firstLine(b []byte) string {
@@ -166,6 +299,11 @@ type Kind struct {
 // The kubeconfig goes to a 0600 temporary file, never into ~/.kube/config.
 func StartKind(ctx context.Context, cfg KindConfig) (_ *Kind, retErr error) {
 	cfg = cfg.defaults()
+	for _, a := range cfg.ImageArchives {
+		if st, err := os.Stat(a); err != nil || !st.Mode().IsRegular() {
+			return nil, &scenarios.InputError{Field: "KindImageArchives", Value: a, Reason: "accepted: an image archive file (docker save format), e.g. from 'bootproof kind build-operator-image'"}
+		}
+	}
 	if err := KindPreflight(ctx); err != nil {
 		return nil, err
 	}
@@ -196,12 +334,16 @@ func StartKind(ctx context.Context, cfg KindConfig) (_ *Kind, retErr error) {
 	case slices.Contains(existing, cfg.Name):
 		return nil, &scenarios.InputError{Field: "KindCluster", Reason: fmt.Sprintf("a kind cluster named %s exists already: reuse it (give its name here) or delete it with 'kind delete cluster --name %s'", cfg.Name, cfg.Name)}
 	default:
+		if err := KindImagePreflight(ctx, cfg.Image); err != nil {
+			return nil, err
+		}
 		raw, err := KindClusterConfig(cfg)
 		if err != nil {
 			return nil, err
 		}
 		if err := provider.Create(cfg.Name, kindcluster.CreateWithRawConfig(raw), kindcluster.CreateWithWaitForReady(cfg.WaitForReady),
-			kindcluster.CreateWithKubeconfigPath(k.kubeconfig), kindcluster.CreateWithDisplayUsage(false), kindcluster.CreateWithDisplaySalutation(false)); err != nil {
+			kindcluster.CreateWithKubeconfigPath(k.kubeconfig), kindcluster.CreateWithDisplayUsage(false), kindcluster.CreateWithDisplaySalutation(false),
+			kindcluster.CreateWithRetain(cfg.Retain)); err != nil {
 			return nil, fmt.Errorf("create kind cluster %s: %w", cfg.Name, err)
 		}
 		k.created = true
@@ -220,7 +362,38 @@ func StartKind(ctx context.Context, cfg KindConfig) (_ *Kind, retErr error) {
 	rc.QPS, rc.Burst = 200, 400
 	k.rc = rc
 	k.CSRIssuer = &CSRIssuer{Admin: rc}
+	if err := k.loadArchives(); err != nil {
+		return nil, err
+	}
 	return k, nil
+}
+
+// loadArchives loads cfg.ImageArchives into every node of the cluster.
+func (k *Kind) loadArchives() error {
+	if len(k.cfg.ImageArchives) == 0 {
+		return nil
+	}
+	nodes, err := k.provider.ListInternalNodes(k.cfg.Name)
+	if err != nil {
+		return fmt.Errorf("nodes of kind cluster %s: %w", k.cfg.Name, err)
+	}
+	for _, path := range k.cfg.ImageArchives {
+		for _, n := range nodes {
+			if err := loadArchive(n, path); err != nil {
+				return fmt.Errorf("load image archive %s into kind node %s: %w", path, n.String(), err)
+			}
+		}
+	}
+	return nil
+}
+
+func loadArchive(n kindnodes.Node, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return nodeutils.LoadImageArchive(n, f)
 }
 
 // Name implements scenarios.Cluster.
@@ -231,6 +404,9 @@ func (k *Kind) RESTConfig() *rest.Config { return rest.CopyConfig(k.rc) }
 
 // GracePeriod implements scenarios.Cluster.
 func (k *Kind) GracePeriod() time.Duration { return k.cfg.GracePeriod }
+
+// ClusterName is the kind cluster's name.
+func (k *Kind) ClusterName() string { return k.cfg.Name }
 
 // Kubeconfig is the path of the cluster's 0600 kubeconfig file.
 func (k *Kind) Kubeconfig() string { return k.kubeconfig }
