@@ -2,6 +2,7 @@ package subject
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,7 +10,10 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -30,11 +34,72 @@ type manifestObject struct {
 }
 
 // applyAll applies f's CRDs and manifests; see ApplyFiles.
-func applyAll(ctx context.Context, rc *rest.Config, f *File) error {
-	if err := ApplyFiles(ctx, rc, f.CRDs, f.Manifests); err != nil {
-		return fmt.Errorf("subject %s: %w", f.Name, err)
+func applyAll(ctx context.Context, rc *rest.Config, f *File) (*Applied, error) {
+	a, err := ApplyFiles(ctx, rc, f.CRDs, f.Manifests)
+	if err != nil {
+		return a, fmt.Errorf("subject %s: %w", f.Name, err)
 	}
-	return nil
+	return a, nil
+}
+
+// Applied is what ApplyFiles created of the manifests: the objects that
+// did not exist before it applied them, in the order applied. CRDs are
+// not among them: they outlive a subject (other subjects, and the
+// NodeModulesConfigs of the run, use them).
+type Applied struct {
+	c       client.Client
+	created []*unstructured.Unstructured
+}
+
+// Created names the objects Remove deletes ("Deployment ns/name").
+func (a *Applied) Created() []string {
+	if a == nil {
+		return nil
+	}
+	var out []string
+	for _, u := range a.created {
+		out = append(out, objectName(u))
+	}
+	return out
+}
+
+func objectName(u *unstructured.Unstructured) string {
+	if u.GetNamespace() == "" {
+		return u.GetKind() + " " + u.GetName()
+	}
+	return u.GetKind() + " " + u.GetNamespace() + "/" + u.GetName()
+}
+
+// Remove deletes the objects ApplyFiles created, last first, in the
+// foreground (a Deployment goes only once its pods are gone), and waits
+// until each is gone, at most timeout in all. Objects that existed
+// before ApplyFiles are left as they are.
+func (a *Applied) Remove(ctx context.Context, timeout time.Duration) error {
+	if a == nil || len(a.created) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var errs []error
+	for i := len(a.created) - 1; i >= 0; i-- {
+		u := a.created[i]
+		err := a.c.Delete(ctx, u, client.PropagationPolicy(metav1.DeletePropagationForeground))
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete %s: %w", objectName(u), err))
+			continue
+		}
+		key := client.ObjectKeyFromObject(u)
+		err = wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			probe := &unstructured.Unstructured{}
+			probe.SetGroupVersionKind(u.GroupVersionKind())
+			err := a.c.Get(ctx, key, probe)
+			return apierrors.IsNotFound(err), nil
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s still there after %s", objectName(u), timeout))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // ApplyFiles applies, server-side with field manager FieldManager, the
@@ -42,43 +107,48 @@ func applyAll(ctx context.Context, rc *rest.Config, f *File) error {
 // established), then the objects in manifests, Namespaces first. Each
 // path is a YAML or JSON file of one or more documents, or a directory
 // standing for its *.yaml, *.yml and *.json files.
-func ApplyFiles(ctx context.Context, rc *rest.Config, crds, manifests []string) error {
+//
+// The returned Applied holds the manifests' objects it created, for
+// Remove; it is non-nil whenever a client could be made, on error too,
+// so what was created before the error can be removed.
+func ApplyFiles(ctx context.Context, rc *rest.Config, crds, manifests []string) (*Applied, error) {
 	if len(crds) == 0 && len(manifests) == 0 {
-		return nil
+		return nil, nil
 	}
 	c, err := client.New(rc, client.Options{})
 	if err != nil {
-		return fmt.Errorf("client: %w", err)
+		return nil, fmt.Errorf("client: %w", err)
 	}
+	applied := &Applied{c: c}
 	defs, err := readManifests(crds)
 	if err != nil {
-		return fmt.Errorf("crds: %w", err)
+		return applied, fmt.Errorf("crds: %w", err)
 	}
 	for _, m := range defs {
 		if m.obj.GetKind() != "CustomResourceDefinition" {
-			return fmt.Errorf("crds: %s is not a CustomResourceDefinition (put it under manifests)", m.source)
+			return applied, fmt.Errorf("crds: %s is not a CustomResourceDefinition (put it under manifests)", m.source)
 		}
 	}
-	if err := apply(ctx, c, defs); err != nil {
-		return fmt.Errorf("crds: %w", err)
+	if err := apply(ctx, c, defs, nil); err != nil {
+		return applied, fmt.Errorf("crds: %w", err)
 	}
 	for _, m := range defs {
 		if err := kmm.WaitEstablished(ctx, c, m.obj.GetName(), crdTimeout); err != nil {
-			return fmt.Errorf("crds: %s: %w", m.source, err)
+			return applied, fmt.Errorf("crds: %s: %w", m.source, err)
 		}
 	}
 	objs, err := readManifests(manifests)
 	if err != nil {
-		return fmt.Errorf("manifests: %w", err)
+		return applied, fmt.Errorf("manifests: %w", err)
 	}
 	// Namespaces first, so the objects in them can be created.
 	slices.SortStableFunc(objs, func(a, b manifestObject) int {
 		return boolRank(a.obj.GetKind() != "Namespace") - boolRank(b.obj.GetKind() != "Namespace")
 	})
-	if err := apply(ctx, c, objs); err != nil {
-		return fmt.Errorf("manifests: %w", err)
+	if err := apply(ctx, c, objs, &applied.created); err != nil {
+		return applied, fmt.Errorf("manifests: %w", err)
 	}
-	return nil
+	return applied, nil
 }
 
 func boolRank(b bool) int {
@@ -146,8 +216,9 @@ func decodeManifest(file string) ([]manifestObject, error) {
 }
 
 // apply applies objs server-side; a namespaced object without a
-// namespace goes to "default", as kubectl does.
-func apply(ctx context.Context, c client.Client, objs []manifestObject) error {
+// namespace goes to "default", as kubectl does. With created set, the
+// objects that did not exist before are appended to it.
+func apply(ctx context.Context, c client.Client, objs []manifestObject, created *[]*unstructured.Unstructured) error {
 	for _, m := range objs {
 		u := m.obj
 		namespaced, err := c.IsObjectNamespaced(u)
@@ -157,8 +228,23 @@ func apply(ctx context.Context, c client.Client, objs []manifestObject) error {
 		if namespaced && u.GetNamespace() == "" {
 			u.SetNamespace("default")
 		}
+		isNew := false
+		if created != nil {
+			probe := &unstructured.Unstructured{}
+			probe.SetGroupVersionKind(u.GroupVersionKind())
+			err := c.Get(ctx, client.ObjectKeyFromObject(u), probe)
+			switch {
+			case apierrors.IsNotFound(err):
+				isNew = true
+			case err != nil:
+				return fmt.Errorf("%s: get %s %s: %w", m.source, u.GetKind(), u.GetName(), err)
+			}
+		}
 		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 			return fmt.Errorf("%s: apply %s %s: %w", m.source, u.GetKind(), u.GetName(), err)
+		}
+		if isNew {
+			*created = append(*created, u)
 		}
 	}
 	return nil

@@ -2,7 +2,9 @@ package subject
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -36,6 +38,7 @@ type Deployment struct {
 	crashes  []crash
 	restarts map[string]int32 // container restarts per pod/container
 	stopInf  context.CancelFunc
+	applied  *Applied
 }
 
 // Name implements scenarios.Subject.
@@ -54,12 +57,12 @@ func (d *Deployment) key() string { return d.File.Deployment.Namespace + "/" + d
 // Setup applies the file's CRDs and manifests, waits until the
 // Deployment is available and starts watching its pods.
 func (d *Deployment) Setup(ctx context.Context) error {
-	if err := applyAll(ctx, d.Cluster.RESTConfig(), d.File); err != nil {
+	var err error
+	if d.applied, err = applyAll(ctx, d.Cluster.RESTConfig(), d.File); err != nil {
 		return err
 	}
 	d.cs = d.Client
 	if d.cs == nil {
-		var err error
 		if d.cs, err = kubernetes.NewForConfig(d.Cluster.RESTConfig()); err != nil {
 			return fmt.Errorf("subject %s: client: %w", d.File.Name, err)
 		}
@@ -130,21 +133,28 @@ func (d *Deployment) onPod(obj any) {
 	}
 }
 
-// Teardown scales the Deployment back if the harness left it at 0, and
-// stops watching.
+// Teardown stops watching. A Deployment that was deployed before the run
+// is scaled back if the harness left it at 0; the objects the file's
+// manifests created (the Deployment itself, when it is among them) are
+// deleted, and Teardown waits until they and their pods are gone, so
+// nothing of the subject acts on a later subject's cases.
 func (d *Deployment) Teardown() error {
 	if d.stopInf != nil {
 		d.stopInf()
 	}
+	var errs []error
 	d.mu.Lock()
 	scaled := d.scaled
 	d.mu.Unlock()
-	if !scaled || d.cs == nil {
-		return nil
+	if scaled && d.cs != nil && !slices.Contains(d.applied.Created(), "Deployment "+d.key()) {
+		ctx, cancel := context.WithTimeout(context.Background(), d.File.Deployment.timeout)
+		errs = append(errs, d.scale(ctx, d.replicas))
+		cancel()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), d.File.Deployment.timeout)
-	defer cancel()
-	return d.scale(ctx, d.replicas)
+	if err := d.applied.Remove(context.Background(), removeTimeout); err != nil {
+		errs = append(errs, fmt.Errorf("subject %s: %w", d.File.Name, err))
+	}
+	return errors.Join(errs...)
 }
 
 // Start implements scenarios.Subject: the Deployment runs already.

@@ -43,6 +43,7 @@ type Exec struct {
 	crashes    []crash
 	log        logr.Logger
 	unregister func()
+	applied    *Applied
 }
 
 // crash is an exit the harness did not ask for.
@@ -77,7 +78,8 @@ func (x *Exec) LogPath() string { return filepath.Join(x.LogDir, x.File.Name+".l
 // starts the process.
 func (x *Exec) Setup(ctx context.Context) error {
 	x.log = logr.FromContextOrDiscard(ctx).WithValues("subject", x.File.Name)
-	if err := applyAll(ctx, x.Cluster.RESTConfig(), x.File); err != nil {
+	var err error
+	if x.applied, err = applyAll(ctx, x.Cluster.RESTConfig(), x.File); err != nil {
 		return err
 	}
 	data, err := cluster.KubeconfigData(x.Cluster)
@@ -98,18 +100,25 @@ func (x *Exec) Setup(ctx context.Context) error {
 	return x.start()
 }
 
-// Teardown stops the process and removes the kubeconfig.
+// Teardown stops the process, removes the kubeconfig and deletes the
+// objects of the file's manifests that Setup created.
 func (x *Exec) Teardown() error {
 	x.stop()
-	var err error
+	var errs []error
 	if x.tmpDir != "" {
-		err = os.RemoveAll(x.tmpDir)
+		errs = append(errs, os.RemoveAll(x.tmpDir))
 	}
 	if x.unregister != nil {
 		x.unregister()
 	}
-	return err
+	if err := x.applied.Remove(context.Background(), removeTimeout); err != nil {
+		errs = append(errs, fmt.Errorf("subject %s: %w", x.File.Name, err))
+	}
+	return errors.Join(errs...)
 }
+
+// removeTimeout bounds the removal of what a subject's Setup created.
+const removeTimeout = 2 * time.Minute
 
 // kill is the forced-exit cleanup: SIGKILL to the process group, the
 // kubeconfig removed.
