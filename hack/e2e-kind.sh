@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# 'make e2e-kind': the catalog on a kind cluster whose own
+# kube-controller-manager judges the simulated nodes' heartbeats.
+#   hack/e2e-kind.sh NODE_IMAGE PARALLEL REPORT_DIR BIN_DIR
+# NODE_IMAGE: local (built here by hack/kind-image.sh, no registry needed),
+# published (kind's own, pinned by digest), or an image name.
+# Subjects: bootproof's reconciler in-process (bootid, legacy), as a process
+# (examples/subjects/bootproof-*.yaml) and as a Deployment built into an image
+# here and loaded into the cluster (examples/subjects/bootproof-*-deployment.yaml).
+# The Deployment must be observed to do what the process does, scenario by
+# scenario. JUnit: reports/junit-kind.xml.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+choice="$1" parallel="$2" report_dir="$3" bin_dir="$4"
+start=$SECONDS
+image_flag=()
+case "$choice" in
+  local)
+    out="$(hack/kind-image.sh)" || { echo "$out" >&2; exit 2; }
+    echo "$out" | sed '$d'
+    image_flag=(--kind-image "$(echo "$out" | tail -n 1)") ;;
+  published) ;;
+  *) image_flag=(--kind-image "$choice") ;;
+esac
+"$bin_dir/bootproof" kind build-operator-image --out "$bin_dir/bootproof-operator.tar" || exit 2
+"$bin_dir/bootproof" run --cluster kind --nodes fake "${image_flag[@]}" \
+  --kind-load-image-archive "$bin_dir/bootproof-operator.tar" \
+  --subject bootid --subject legacy \
+  --subject-file examples/subjects/bootproof-bootid.yaml --subject-file examples/subjects/bootproof-legacy.yaml \
+  --subject-file examples/subjects/bootproof-bootid-deployment.yaml --subject-file examples/subjects/bootproof-legacy-deployment.yaml \
+  --parallel "$parallel" --report-dir "$report_dir"
+rc=$?
+[ -f "$report_dir/junit.xml" ] && cp "$report_dir/junit.xml" "$(dirname "$report_dir")/junit-kind.xml"
+if [ -f "$report_dir/results.json" ]; then
+  "$bin_dir/bootproof" report "$report_dir" \
+    --compare bootproof-bootid-deployment=bootproof-bootid --compare bootproof-legacy-deployment=bootproof-legacy || rc=$(( rc == 0 ? 1 : rc ))
+fi
+echo "e2e-kind: exit $rc after $((SECONDS - start))s; JUnit $(dirname "$report_dir")/junit-kind.xml, report $report_dir/index.html"
+exit "$rc"
