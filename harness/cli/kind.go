@@ -52,7 +52,7 @@ when the pins under tools/ changed.`,
 	f := cmd.Flags()
 	f.StringVar(&c.BinDir, "bin-dir", "bin/kindnode", "the binaries tools/kindnode/build.sh built")
 	f.StringVar(&c.Tag, "tag", "", "the node image's name (required), e.g. bootproof/kind-node:v1.37.2")
-	f.StringVar(&c.WorkDir, "work-dir", "", "debootstrap caches and image archives (default .cache/kind-image)")
+	f.StringVar(&c.WorkDir, "work-dir", "", "debootstrap caches and image archives (default $XDG_CACHE_HOME/bootproof/kind-image, or ~/.cache/...)")
 	f.StringVar(&c.Suite, "suite", "", "Debian release of the base (default bookworm)")
 	f.StringVar(&c.Mirror, "mirror", "", "Debian archive debootstrap installs from (default http://deb.debian.org/debian)")
 	return cmd

@@ -120,6 +120,11 @@ type kubeadmClusterConfiguration struct {
 	ControllerManager struct {
 		ExtraArgs []kubeadmArg `json:"extraArgs"`
 	} `json:"controllerManager"`
+	Etcd struct {
+		Local struct {
+			ExtraArgs []kubeadmArg `json:"extraArgs"`
+		} `json:"local"`
+	} `json:"etcd"`
 }
 
 // kubeletConfiguration is the kubelet's configuration patch on a cgroup
@@ -152,7 +157,8 @@ const restrictOOMScoreAdjPatch = `[plugins."io.containerd.grpc.v1.cri"]
 
 // KindClusterConfig renders the kind cluster configuration: one
 // control-plane node of the pinned image, a kubeadm patch that sets
-// kube-controller-manager's grace and monitor periods, on a cgroup v1
+// kube-controller-manager's grace and monitor periods and etcd's
+// --unsafe-no-fsync, on a cgroup v1
 // host one that lets the kubelet run there, and on a host without
 // CAP_SYS_RESOURCE a containerd patch that keeps pods' OOM score
 // adjustments within what the node may set.
@@ -164,6 +170,10 @@ func KindClusterConfig(cfg KindConfig) ([]byte, error) {
 		{Name: "node-monitor-grace-period", Value: cfg.GracePeriod.String()},
 		{Name: "node-monitor-period", Value: cfg.MonitorPeriod.String()},
 	}
+	// The cluster lives for one run, as the embedded one does: fsync on
+	// the node container's overlay only stalls etcd (and with it the API
+	// server's readiness and the controller manager's leader Lease).
+	kc.Etcd.Local.ExtraArgs = []kubeadmArg{{Name: "unsafe-no-fsync", Value: "true"}}
 	patch, err := yaml.Marshal(kc)
 	if err != nil {
 		return nil, err
@@ -217,6 +227,9 @@ func kindEngine(ctx context.Context) (string, error) {
 	}
 	return "", fmt.Errorf("%w (%v)", ErrNoContainerEngine, tried)
 }
+
+// kindNetwork is the network kind puts its nodes on.
+const kindNetwork = "kind"
 
 // LocalKindImagePrefix starts the names of the node images 'make
 // kind-image' builds here; they can only come from that build.
@@ -293,6 +306,9 @@ type Kind struct {
 	kubeconfig string
 	rc         *rest.Config
 	created    bool
+	// engine and network: the container engine, and kind's network when
+	// this run created it (removed at Stop once no container is on it).
+	engine, network string
 }
 
 // StartKind creates (or reuses) the cluster and waits until it is ready.
@@ -336,6 +352,12 @@ func StartKind(ctx context.Context, cfg KindConfig) (_ *Kind, retErr error) {
 	default:
 		if err := KindImagePreflight(ctx, cfg.Image); err != nil {
 			return nil, err
+		}
+		if k.engine, err = kindEngine(ctx); err != nil {
+			return nil, err
+		}
+		if exec.CommandContext(ctx, k.engine, "network", "inspect", kindNetwork).Run() != nil {
+			k.network = kindNetwork
 		}
 		raw, err := KindClusterConfig(cfg)
 		if err != nil {
@@ -423,6 +445,11 @@ func (k *Kind) Stop(failed bool) error {
 	if k.created && !k.cfg.Retain {
 		if err := k.provider.Delete(k.cfg.Name, k.kubeconfig); err != nil {
 			errs = append(errs, fmt.Errorf("delete kind cluster %s: %w", k.cfg.Name, err))
+		}
+		// kind leaves its network behind; one this run created goes,
+		// unless another cluster uses it by now (the engine refuses).
+		if k.network != "" {
+			_ = exec.Command(k.engine, "network", "rm", k.network).Run()
 		}
 	}
 	_ = os.RemoveAll(filepath.Dir(k.kubeconfig))

@@ -38,7 +38,8 @@ type Config struct {
 	// Tag names the node image, e.g. bootproof/kind-node:v1.37.2-<stamp>.
 	Tag string
 	// WorkDir keeps the debootstrap caches and the image archives between
-	// builds; default .cache/kind-image.
+	// builds; default bootproof/kind-image in the user's cache directory
+	// ($XDG_CACHE_HOME, ~/.cache), so a fresh clone reuses them.
 	WorkDir string
 	// Suite and Mirror are the Debian release and archive debootstrap
 	// installs from; default bookworm from http://deb.debian.org/debian.
@@ -57,7 +58,13 @@ type Config struct {
 
 // Default fills in the defaults.
 func (c *Config) Default() {
-	c.WorkDir = cmp.Or(c.WorkDir, filepath.Join(".cache", "kind-image"))
+	if c.WorkDir == "" {
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			dir = ".cache"
+		}
+		c.WorkDir = filepath.Join(dir, "bootproof", "kind-image")
+	}
 	c.Suite = cmp.Or(c.Suite, "bookworm")
 	c.Mirror = cmp.Or(c.Mirror, "http://deb.debian.org/debian")
 	c.PodSubnet = cmp.Or(c.PodSubnet, "10.244.0.0/24")
