@@ -116,14 +116,17 @@ func writeMatrix(b *strings.Builder, m Matrix) {
 				continue
 			}
 			fmt.Fprintf(b, " [%s](%s#case-%d)", stateMark(c.State), HTMLFile, c.Case)
-			if c.State == StateFail || c.State == StateError {
+			switch c.State {
+			case StateFail, StateError:
 				fmt.Fprintf(b, " observed %s, expected %s", c.Observed, c.Expected)
+			case StateExpectedFailure:
+				fmt.Fprintf(b, " %s", c.Expected)
 			}
 			fmt.Fprintf(b, " · %s |", c.Figures.KeyFigure())
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("\nEach cell: the verdict (☑️ expected failure: the subject failed as expected of it), then the reload latency, p50 / max over the case's reboots.\n")
+	b.WriteString("\nEach cell: the verdict (☑️ expected failure: the subject failed as expected of it, through the assertions named), then the reload latency, p50 / max over the case's reboots.\n")
 }
 
 func notes(c scenarios.CaseResult) string {
