@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the embedded control plane's binaries into BIN_DIR (default bin/)
 # from the modules pinned under tools/controlplane/: etcd, kube-apiserver and
-# kube-controller-manager, one after the other. A binary is rebuilt only when
+# kube-controller-manager, one after the other, statically linked
+# (CGO_ENABLED=0), as upstream's are. A binary is rebuilt only when
 # its module's pins (go.mod, go.sum) or its build recipe change; otherwise
 # the script says it is cached.
 #
@@ -33,7 +34,7 @@ duration() {
 }
 
 # recipe MODULE PACKAGE: how a binary is built; part of its stamp.
-recipe() { echo "go build -trimpath -ldflags '$ldflags' $2 (module $1)"; }
+recipe() { echo "CGO_ENABLED=0 go build -trimpath -ldflags '$ldflags' $2 (module $1)"; }
 
 # stamp MODULE PACKAGE: what a binary was built from.
 stamp() { { cat "$here/$1/go.mod" "$here/$1/go.sum"; recipe "$1" "$2"; } | sha256sum | cut -d' ' -f1; }
@@ -61,7 +62,7 @@ build() {
   local -a other=()
   tag="controlplane: [$i/${#components[@]}] $name"
   echo "$tag: resolving the packages of $pkg (downloads the pinned modules the first time)"
-  total="$(cd "$here/$mod" && go list -deps "$pkg" | wc -l)"
+  total="$(cd "$here/$mod" && CGO_ENABLED=0 go list -deps "$pkg" | wc -l)"
   echo "$tag: building $pkg ($total packages)"
   # go build -v names each package as it compiles it (cached ones are not
   # named): that is the progress. Every other line is kept for an error.
@@ -81,7 +82,7 @@ build() {
       echo "$tag: still building, $(duration $((SECONDS - start))) so far; $compiled of its $total packages compiled (cached ones are not counted)"
       last=$SECONDS
     fi
-  done < <( (cd "$here/$mod" && go build -v -trimpath -ldflags "$ldflags" -o "$bin_dir/$name" "$pkg" 2>&1) && echo "__exit 0" || echo "__exit $?")
+  done < <( (cd "$here/$mod" && CGO_ENABLED=0 go build -v -trimpath -ldflags "$ldflags" -o "$bin_dir/$name" "$pkg" 2>&1) && echo "__exit 0" || echo "__exit $?")
   if [ "$tty" = 1 ]; then printf '\r\033[2K'; fi
   if [ "$status" != 0 ]; then
     if [ ${#other[@]} -gt 0 ]; then printf '%s\n' "${other[@]}" >&2; fi
