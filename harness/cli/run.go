@@ -282,6 +282,12 @@ func (rc *runContext) startCluster(ctx context.Context) (scenarios.Cluster, []co
 	o, s := rc.o, rc.s
 	switch o.cluster {
 	case "embedded":
+		cfg := controlplane.Config{GracePeriod: rc.plan.grace, MonitorPeriod: o.monitor, BinDir: o.binDir, CertValidity: o.certValidity}
+		// The settings first, then the binaries: a bad flag is named even
+		// where the binaries are missing.
+		if err := cfg.Default().Validate(); err != nil {
+			return nil, nil, withCode(ExitUsage, err)
+		}
 		bins, err := controlplane.FindBinaries(o.binDir)
 		if err != nil {
 			return nil, nil, withCode(ExitUsage, err)
@@ -289,8 +295,7 @@ func (rc *runContext) startCluster(ctx context.Context) (scenarios.Cluster, []co
 		fmt.Fprintf(s.Err, "control-plane binaries: %s\n", describeBinaries(bins))
 		fmt.Fprintf(s.Err, "starting the embedded control plane (grace period %s, monitor period %s)\n", rc.plan.grace, o.monitor)
 		start := time.Now()
-		e, err := cluster.StartEmbedded(ctx, controlplane.Config{GracePeriod: rc.plan.grace, MonitorPeriod: o.monitor, BinDir: o.binDir,
-			CertValidity: o.certValidity})
+		e, err := cluster.StartEmbedded(ctx, cfg)
 		if err != nil {
 			var ce *controlplane.ConfigError
 			if errors.As(err, &ce) {
