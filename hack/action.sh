@@ -100,7 +100,7 @@ run() {
   # bootproof appends its summary to $GITHUB_STEP_SUMMARY itself; without a
   # report it could not, so say why here.
   if [ ! -f "$report_dir/summary.md" ]; then
-    summary "**bootproof wrote no report** (exit $code): the run stopped before its cases, see the step's log. Exit 2 is a usage error or an infrastructure fault."
+    summary "**bootproof wrote no report** (exit $code): the run stopped before its cases; the step's log says why (a usage error or an infrastructure fault)."
   fi
   return "$code"
 }
