@@ -2,7 +2,8 @@
 SHELL := /bin/bash
 GO ?= go
 BIN_DIR := $(CURDIR)/bin
-REPORTS_DIR := $(CURDIR)/reports
+# Run outputs (reports, JUnit, figures); not the reports/ Go package.
+REPORTS_DIR := $(CURDIR)/_output
 # Test timeout for 'make test'; the suite itself takes minutes.
 TEST_TIMEOUT ?= 30m
 # Cases 'make run' runs at once, and Ginkgo processes of the catalog suite in 'make test'.
@@ -53,7 +54,7 @@ controlplane: ## Build bin/etcd, bin/kube-apiserver, bin/kube-controller-manager
 	@BIN_DIR=$(BIN_DIR) tools/controlplane/build.sh
 
 .PHONY: test
-test: controlplane tools gotestsum ## Every test (JUnit: reports/junit-unit.xml), the race detector on the packages that need no control plane, and the catalog suite on the embedded cluster, one Ginkgo spec per case in PARALLEL processes (JUnit: reports/junit-embedded.xml).
+test: controlplane tools gotestsum ## Every test (JUnit: _output/junit-unit.xml), the race detector on the packages that need no control plane, and the catalog suite on the embedded cluster, one Ginkgo spec per case in PARALLEL processes (JUnit: _output/junit-embedded.xml).
 	@mkdir -p $(REPORTS_DIR)
 	BOOTPROOF_REQUIRE_CONTROLPLANE=1 BOOTPROOF_REQUIRE_TOOLS=1 $(BIN_DIR)/gotestsum --format testname --junitfile $(REPORTS_DIR)/junit-unit.xml -- \
 	  -p 4 -parallel 4 -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /harness/suites/)
@@ -63,14 +64,14 @@ test: controlplane tools gotestsum ## Every test (JUnit: reports/junit-unit.xml)
 	@echo "catalog report: $(REPORTS_DIR)/embedded/index.html"
 
 .PHONY: test-faults
-test-faults: controlplane tools ## Fault injection on the embedded cluster (components killed, watches expired, subject crash, unplanned reboot, SIGINT): every verdict must be an error; table in reports/faults/.
+test-faults: controlplane tools ## Fault injection on the embedded cluster (components killed, watches expired, subject crash, unplanned reboot, SIGINT): every verdict must be an error; table in _output/faults/.
 	@mkdir -p $(REPORTS_DIR)/faults
 	BOOTPROOF_FAULTS=1 BOOTPROOF_REQUIRE_CONTROLPLANE=1 BOOTPROOF_FAULTS_DIR=$(REPORTS_DIR)/faults $(GO) test -count=1 -timeout 45m -v ./harness/suites/faults/ 2>&1 \
 	  | grep -vE '^\s+[IEW][0-9]{4} ' ; test $${PIPESTATUS[0]} -eq 0
 	@echo "fault table: $(REPORTS_DIR)/faults/faults.md"
 
 .PHONY: soak
-soak: controlplane build ## Run the catalog RUNS times (default 5) on the embedded cluster, each on a fresh control plane; flake table in reports/soak/soak.md.
+soak: controlplane build ## Run the catalog RUNS times (default 5) on the embedded cluster, each on a fresh control plane; flake table in _output/soak/soak.md.
 	@rm -rf $(REPORTS_DIR)/soak && mkdir -p $(REPORTS_DIR)/soak
 	@for i in $$(seq 1 $(RUNS)); do \
 	  $(BIN_DIR)/bootproof run --cluster embedded --nodes fake --subject bootid --subject legacy --parallel $(PARALLEL) \
@@ -108,7 +109,7 @@ generate: ## Regenerate kmm's deepcopy code and CRD YAML with the controller-gen
 	@BIN_DIR=$(BIN_DIR) hack/generate.sh
 
 .PHONY: bench
-bench: controlplane ## Benchmarks; figures go to reports/bench/ (JSON and Markdown).
+bench: controlplane ## Benchmarks; figures go to _output/bench/ (JSON and Markdown).
 	BOOTPROOF_BENCH_DIR=$(REPORTS_DIR)/bench $(GO) test -run '^$$' -bench BenchmarkStart -benchtime 5x ./harness/controlplane/
 	BOOTPROOF_BENCH_DIR=$(REPORTS_DIR)/bench $(GO) test -run '^$$' -bench BenchmarkReloadLatency -benchtime 1x -timeout 30m ./harness/runner/
 	BOOTPROOF_BENCH_DIR=$(REPORTS_DIR)/bench $(GO) test -run '^$$' -bench BenchmarkFleetScale -benchtime 1x -timeout 60m ./fakes/
@@ -119,21 +120,21 @@ kwok: ## Build bin/kwok (sigs.k8s.io/kwok, the baseline of 'make bench-fleet') f
 	@BIN_DIR=$(BIN_DIR) tools/build.sh kwok kwok sigs.k8s.io/kwok/cmd/kwok
 
 .PHONY: bench-fleet
-bench-fleet: controlplane build kwok ## bootproof's fleet vs KWOK, BENCH_FLEET_NODES (default 1000) nodes each: CPU, RSS, plane CPU, false NotReady, lease lateness, ratios; reports/bench/fleet-vs-kwok.{json,md}.
+bench-fleet: controlplane build kwok ## bootproof's fleet vs KWOK, BENCH_FLEET_NODES (default 1000) nodes each: CPU, RSS, plane CPU, false NotReady, lease lateness, ratios; _output/bench/fleet-vs-kwok.{json,md}.
 	BOOTPROOF_BENCH_DIR=$(REPORTS_DIR)/bench BOOTPROOF_BENCH_FLEET_NODES=$(BENCH_FLEET_NODES) \
 	  BOOTPROOF_BENCH_FLEET_SETTLE=$(BENCH_FLEET_SETTLE) BOOTPROOF_BENCH_FLEET_WINDOW=$(BENCH_FLEET_WINDOW) \
 	  $(GO) test -run '^$$' -bench BenchmarkFleetVsKWOK -benchtime 1x -timeout 60m -v ./harness/bench/
 	@echo "figures written to $(REPORTS_DIR)/bench/fleet-vs-kwok.md"
 
 .PHONY: bench-fleet-max
-bench-fleet-max: controlplane build ## The largest fleet this machine holds: bootproof's fleet alone at BENCH_FLEETMAX_STEPS nodes, until false NotReady or saturation; reports/bench/fleet-max.{json,md}.
+bench-fleet-max: controlplane build ## The largest fleet this machine holds: bootproof's fleet alone at BENCH_FLEETMAX_STEPS nodes, until false NotReady or saturation; _output/bench/fleet-max.{json,md}.
 	BOOTPROOF_BENCH_DIR=$(REPORTS_DIR)/bench BOOTPROOF_BENCH_FLEETMAX_STEPS=$(BENCH_FLEETMAX_STEPS) \
 	  BOOTPROOF_BENCH_FLEETMAX_SETTLE=$(BENCH_FLEETMAX_SETTLE) BOOTPROOF_BENCH_FLEETMAX_WINDOW=$(BENCH_FLEETMAX_WINDOW) \
 	  $(GO) test -run '^$$' -bench BenchmarkFleetMax -benchtime 1x -timeout 120m -v ./harness/bench/
 	@echo "figures written to $(REPORTS_DIR)/bench/fleet-max.md"
 
 .PHONY: run
-run: controlplane build ## Run the whole catalog with the bootid and legacy subjects on the embedded cluster; reports under reports/latest/.
+run: controlplane build ## Run the whole catalog with the bootid and legacy subjects on the embedded cluster; reports under _output/latest/.
 	$(BIN_DIR)/bootproof run --cluster embedded --nodes fake --subject bootid --subject legacy --parallel $(PARALLEL)
 
 .PHONY: deps-kind
@@ -145,7 +146,7 @@ kind-image: ## Build bootproof's kind node image here, with no registry (root, d
 	@hack/kind-image.sh
 
 .PHONY: e2e-kind
-e2e-kind: build ## The catalog on a kind cluster (needs docker or podman; KIND_NODE_IMAGE=local|published|IMAGE): bootid, legacy, and the reconciler as a process and as a Deployment; JUnit: reports/junit-kind.xml.
+e2e-kind: build ## The catalog on a kind cluster (needs docker or podman; KIND_NODE_IMAGE=local|published|IMAGE): bootid, legacy, and the reconciler as a process and as a Deployment; JUnit: _output/junit-kind.xml.
 	@rm -rf $(REPORTS_DIR)/kind && mkdir -p $(REPORTS_DIR)
 	@hack/e2e-kind.sh "$(KIND_NODE_IMAGE)" "$(KIND_PARALLEL)" "$(REPORTS_DIR)/kind" "$(BIN_DIR)"
 
@@ -166,12 +167,11 @@ e2e-libvirt: controlplane gotestsum ## Real VMs: every reboot mode over libvirt,
 	@echo "JUnit: $(REPORTS_DIR)/junit-libvirt.xml (catalog), $(REPORTS_DIR)/junit-libvirt-modes.xml (reboot modes); report and serial logs: $(REPORTS_DIR)/libvirt/"
 
 .PHONY: bench-libvirt
-bench-libvirt: controlplane build-libvirt ## VM reboot latency (reset -> first heartbeat, reset -> module loaded, and the boot phases between) over 5 reboots; figures in reports/bench/.
+bench-libvirt: controlplane build-libvirt ## VM reboot latency (reset -> first heartbeat, reset -> module loaded, and the boot phases between) over 5 reboots; figures in _output/bench/.
 	@hack/preflight-libvirt.sh
 	BOOTPROOF_VM_TEST=1 BOOTPROOF_BENCH_DIR=$(REPORTS_DIR)/bench $(GO) test -tags libvirt -run '^$$' -bench BenchmarkLibvirtReboot -benchtime 1x -timeout 30m ./harness/runner/
 	@echo "figures written to $(REPORTS_DIR)/bench/"
 
 .PHONY: clean
-clean: ## Remove bin/ and generated reports.
-	rm -rf $(BIN_DIR)
-	find $(REPORTS_DIR) -mindepth 1 -maxdepth 1 ! -name '*.go' ! -name testdata -exec rm -rf {} +
+clean: ## Remove bin/ and the run outputs in _output/.
+	rm -rf $(BIN_DIR) $(REPORTS_DIR)

@@ -8,7 +8,7 @@
 # (examples/subjects/bootproof-*.yaml) and as a Deployment built into an image
 # here and loaded into the cluster (examples/subjects/bootproof-*-deployment.yaml).
 # The Deployment must be observed to do what the process does, scenario by
-# scenario. JUnit: reports/junit-kind.xml.
+# scenario. JUnit: _output/junit-kind.xml.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 choice="$1" parallel="$2" report_dir="$3" bin_dir="$4"

@@ -25,7 +25,8 @@ func TestWorkflowsCallExistingTargets(t *testing.T) {
 	files, _ := filepath.Glob("../.github/workflows/*.yaml")
 	actions, _ := filepath.Glob("../.github/actions/*/action.yaml")
 	files = append(files, actions...)
-	if len(files) < 3 {
+	files = append(files, "../action.yml") // the reusable action
+	if len(files) < 4 {
 		t.Fatalf("workflows and actions found: %v", files)
 	}
 	makeRE := regexp.MustCompile(`\bmake\s+([a-zA-Z0-9_.-]+)`)
@@ -50,7 +51,9 @@ func TestWorkflowsCallExistingTargets(t *testing.T) {
 				}
 			case "uses":
 				if strings.HasPrefix(v, "./") {
-					if _, err := os.Stat(filepath.Join("..", v, "action.yaml")); err != nil {
+					_, errYAML := os.Stat(filepath.Join("..", v, "action.yaml"))
+					_, errYML := os.Stat(filepath.Join("..", v, "action.yml"))
+					if errYAML != nil && errYML != nil {
 						t.Errorf("%s uses %s, which does not exist", f, v)
 					}
 				} else if !regexp.MustCompile(`@v\d+\.\d+\.\d+$`).MatchString(v) {

@@ -14,7 +14,7 @@ import (
 )
 
 // EnvBenchDir names the directory benchmarks write their figures to;
-// 'make bench' sets it to reports/bench.
+// 'make bench' sets it to _output/bench.
 const EnvBenchDir = "BOOTPROOF_BENCH_DIR"
 
 // Distribution summarises samples of one measured quantity.

@@ -156,7 +156,7 @@ func TestHTMLGolden(t *testing.T) {
 // TestTimelineGolden lays out every case's timeline and compares the shapes,
 // with full float precision, with testdata/timelines.json.golden.
 func TestTimelineGolden(t *testing.T) {
-	var tls []Timeline
+	var tls []Picture
 	for _, c := range goldenResults().Cases {
 		tls = append(tls, BuildTimeline(c))
 	}

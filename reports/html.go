@@ -10,32 +10,57 @@ import (
 	"github.com/bootproof/bootproof/scenarios"
 )
 
-// reportTemplate is the HTML report: a conformance matrix, a table of
-// cases, and per case its assertions, reboots and SVG timeline.
+// reportTemplate is the HTML report (RenderHTML).
 //
 //go:embed templates/report.html.tmpl
 var reportTemplate string
 
 var page = template.Must(template.New("index").Funcs(template.FuncMap{
-	"name":     CaseName,
-	"sec":      func(ms int64) string { return fmt.Sprintf("%.1fs", float64(ms)/1000) },
-	"svg":      BuildTimeline,
-	"short":    short,
-	"anchor":   func(i int) string { return fmt.Sprintf("case-%d", i) },
-	"expected": Expected,
+	"name":           CaseName,
+	"dur":            FormatMS,
+	"svg":            BuildTimeline,
+	"short":          short,
+	"anchor":         func(i int) string { return fmt.Sprintf("case-%d", i) },
+	"expected":       Expected,
+	"state":          State,
+	"glyph":          Glyph,
+	"stateLabel":     StateLabel,
+	"meaning":        StateMeaning,
+	"figures":        CaseFigures,
+	"pair":           pair,
+	"message":        SplitMessage,
+	"absent":         func() string { return Absent },
+	"whyNoReload":    func() string { return WhyNoReload },
+	"whyNoDetection": func() string { return WhyNoDetection },
+	"whyNoDowntime":  func() string { return WhyNoDowntime },
+	"latency":        func(ms int64, why string) latencyCell { return latencyCell{Value: ms, Why: why} },
 }).Parse(reportTemplate))
+
+// latencyCell is a figure of the reboot table: a duration, or Absent
+// with why it did not happen.
+type latencyCell struct {
+	Value int64
+	Why   string
+}
 
 type pageData struct {
 	Results   scenarios.Results
 	Matrix    Matrix
 	Counts    Counts
+	Summaries []SubjectSummary
+	States    []string
+	Chart     Picture
 	Generated time.Time
 }
 
-// RenderHTML renders the HTML report.
+// RenderHTML renders the HTML report: a summary line per subject, the
+// conformance matrix, the latency chart, the cases, and per case its
+// assertions, reboots and SVG timeline. It uses no JavaScript.
 func RenderHTML(r scenarios.Results, generated time.Time) ([]byte, error) {
 	var b bytes.Buffer
-	if err := page.Execute(&b, pageData{Results: r, Matrix: BuildMatrix(r), Counts: Count(r), Generated: generated}); err != nil {
+	data := pageData{Results: r, Matrix: BuildMatrix(r), Counts: Count(r), Summaries: Summaries(r), States: States,
+		Chart: BuildLatencyChart(r), Generated: generated}
+	if err := page.Execute(&b, data); err != nil {
 		return nil, fmt.Errorf("render HTML report: %w", err)
 	}
 	return b.Bytes(), nil

@@ -28,6 +28,10 @@ type MatrixCell struct {
 	Verdict  string
 	Observed string
 	Expected string
+	// State is how the reports show the verdict (State).
+	State string
+	// Figures are the case's latencies; KeyFigure is what the cell shows.
+	Figures Figures
 }
 
 // BuildMatrix lays out r's cases as scenarios x subjects, both in the
@@ -55,7 +59,7 @@ func BuildMatrix(r scenarios.Results) Matrix {
 		if cell.Case >= 0 {
 			continue // the first case of a pair stands for it
 		}
-		*cell = MatrixCell{Case: i, Verdict: c.Verdict, Observed: c.Observed, Expected: Expected(c)}
+		*cell = MatrixCell{Case: i, Verdict: c.Verdict, Observed: c.Observed, Expected: Expected(c), State: State(c), Figures: CaseFigures(c)}
 	}
 	return m
 }

@@ -114,10 +114,10 @@ func TestHTMLReport(t *testing.T) {
 			svgs++
 		}
 	}
-	if svgs != len(r.Cases) {
-		t.Errorf("%d SVG timelines for %d cases", svgs, len(r.Cases))
+	if svgs != len(r.Cases)+1 {
+		t.Errorf("%d SVG pictures for %d cases: want a timeline per case and the latency chart", svgs, len(r.Cases))
 	}
-	for _, want := range []string{"Ready=True", "boot aaaaaaaa", "reload 500ms", "grace", "&lt;&amp;&gt;"} {
+	for _, want := range []string{"Ready=True", "boot aaaaaaaa", "reload 500 ms", "grace", "&lt;&amp;&gt;"} {
 		if !strings.Contains(html, want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -267,8 +267,12 @@ func TestConformanceMatrix(t *testing.T) {
 	if strings.Join(m.Subjects, ",") != "bootid,legacy" || len(m.Rows) != 3 {
 		t.Fatalf("matrix %+v", m)
 	}
-	if m.Rows[0].Scenario != "fast-reboot-0.5g" || m.Rows[0].Cells[1] != (MatrixCell{Case: 1, Verdict: "fail", Observed: "fail", Expected: "fail:reload"}) {
+	if c := m.Rows[0].Cells[1]; m.Rows[0].Scenario != "fast-reboot-0.5g" || c.Case != 1 || c.Verdict != "fail" || c.Observed != "fail" || c.Expected != "fail:reload" ||
+		c.State != StateFail || c.Figures.Reboots != 0 {
 		t.Errorf("row 0: %+v", m.Rows[0])
+	}
+	if c := m.Rows[0].Cells[0]; c.State != StatePass || c.Figures.KeyFigure() != "reload 500 ms" {
+		t.Errorf("bootid cell: state %s, key figure %q", c.State, c.Figures.KeyFigure())
 	}
 	if c := m.Rows[1].Cells[1]; c.Case != -1 {
 		t.Errorf("slow-reboot-3g did not run with legacy, cell %+v", c)
@@ -278,8 +282,9 @@ func TestConformanceMatrix(t *testing.T) {
 	if first < 0 || first > strings.Index(md, "| verdict |") {
 		t.Errorf("summary.md does not open with the matrix:\n%s", md)
 	}
-	for _, want := range []string{"| fast-reboot-0.5g | [✅ pass](index.html#case-0) pass / pass | [❌ fail](index.html#case-1) fail / fail:reload |",
-		"| slow-reboot-3g | [⚠️ error](index.html#case-2) error / pass | not run |"} {
+	for _, want := range []string{"| fast-reboot-0.5g | [✅ pass](index.html#case-0) · reload 500 ms | [❌ fail](index.html#case-1) observed fail, expected fail:reload · no reboot |",
+		"| slow-reboot-3g | [⚠️ error](index.html#case-2) observed error, expected pass · no reboot | not run |",
+		"- ❌ legacy: 0 of 1 as expected; 1 unexpected failure: fast-reboot-0.5g\n"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("summary.md lacks %q:\n%s", want, md)
 		}
@@ -292,7 +297,7 @@ func TestConformanceMatrix(t *testing.T) {
 	if i, j := strings.Index(h, "<h2>Conformance</h2>"), strings.Index(h, "<h2>Cases</h2>"); i < 0 || j < i {
 		t.Errorf("index.html does not open with the conformance matrix")
 	}
-	if !strings.Contains(h, `<td class="fail"><a href="#case-1">fail</a> <small>observed fail / expected fail:reload</small></td>`) {
+	if !strings.Contains(h, `<td class="cell fail" title="fail: observed fail, expected fail:reload"><a href="#case-1"><span class="glyph fail">✘</span> fail</a><div class="fig">no reboot</div><small>observed fail / expected fail:reload</small></td>`) {
 		t.Errorf("index.html lacks the legacy cell linking to its case")
 	}
 }
@@ -343,8 +348,13 @@ func TestUnplannedRebootShown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(html), "<td><b>no</b></td><td>unknown</td>") {
+	if !strings.Contains(string(html), `<td><b>no</b></td><td class="absent" title="`+WhyNoDowntime+`">—</td>`) {
 		t.Error("the reboot table does not mark the unplanned reboot")
+	}
+	for _, sentinel := range []string{">-1", "-1ms", "-1 ms"} {
+		if strings.Contains(string(html), sentinel) {
+			t.Errorf("the report shows a sentinel (%q)", sentinel)
+		}
 	}
 }
 

@@ -150,7 +150,7 @@ func SoakMarkdown(s Soak) string {
 	for _, c := range s.Cases {
 		for _, r := range s.Runs {
 			if m, ok := c.Messages[r]; ok {
-				fmt.Fprintf(&b, "\n- %s, %s: %s", mdEscape(c.Case), r, mdEscape(m))
+				fmt.Fprintf(&b, "\n- %s, %s: %s", mdEscape(c.Case), r, mdEscape(SplitMessage(m).Head))
 			}
 		}
 	}

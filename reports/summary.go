@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"html"
 	"slices"
 	"strings"
 
@@ -48,20 +49,32 @@ func Latencies(r scenarios.Results, subject string) (detection, reload []float64
 	return detection, reload
 }
 
-// Summary renders the Markdown summary: counts, a table of every case and
-// the latency distribution per subject.
+// Summary renders the Markdown summary: counts, a line per subject, the
+// conformance matrix, a table of every case and the latency distribution
+// per subject.
 func Summary(r scenarios.Results) string {
 	var b strings.Builder
 	n := Count(r)
 	fmt.Fprintf(&b, "## bootproof: %d passed, %d failed, %d errors, %d skipped\n\n", n.Pass, n.Fail, n.Error, n.Skipped)
+	for _, s := range Summaries(r) {
+		mark := stateLooks[StatePass].emoji
+		if !s.AllAsExpected() {
+			mark = stateLooks[StateFail].emoji
+		}
+		fmt.Fprintf(&b, "- %s %s\n", mark, mdEscape(s.Line()))
+	}
+	if len(r.Cases) > 0 {
+		b.WriteString("\n")
+	}
 	if env := r.EnvironmentLine(); env != "" {
 		fmt.Fprintf(&b, "Environment: %s\n\n", mdEscape(env))
 	}
 	writeMatrix(&b, BuildMatrix(r))
-	b.WriteString("\n| verdict | subject | scenario | nodes | expected | observed | reboots | duration | message |\n|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("\n| verdict | subject | scenario | nodes | expected | observed | reboots | reload p50 / max | duration | message |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range r.Cases {
-		fmt.Fprintf(&b, "| %s | %s | %s | %d %s, %s | %s | %s | %d | %.1fs | %s |\n", verdictMark(c.Verdict), c.Subject, c.Scenario,
-			c.NodeCount, c.Nodes, c.Cluster, Expected(c), c.Observed, len(c.Reboots), float64(c.DurationMS)/1000, mdEscape(c.Message+notes(c)))
+		f := CaseFigures(c)
+		fmt.Fprintf(&b, "| %s | %s | %s | %d %s, %s | %s | %s | %d | %s | %s | %s |\n", stateMark(State(c)), c.Subject, c.Scenario,
+			c.NodeCount, c.Nodes, c.Cluster, Expected(c), c.Observed, len(c.Reboots), pair(f.Reload), FormatMS(c.DurationMS), mdMessage(c.Message+notes(c)))
 	}
 	var subjects []string
 	for _, c := range r.Cases {
@@ -69,17 +82,25 @@ func Summary(r scenarios.Results) string {
 			subjects = append(subjects, c.Subject)
 		}
 	}
-	b.WriteString("\n| subject | reboots | detection p50 / p95 / p99 / max (ms) | reload p50 / p95 / p99 / max (ms) |\n|---|---|---|---|\n")
+	b.WriteString("\n| subject | reboots | not reloaded | detection p50 / p95 / p99 / max | reload p50 / p95 / p99 / max |\n|---|---|---|---|---|\n")
 	for _, s := range subjects {
+		reboots, notReloaded := 0, 0
+		for _, c := range r.Cases {
+			if c.Subject == s {
+				f := CaseFigures(c)
+				reboots, notReloaded = reboots+f.Reboots, notReloaded+f.NotReloaded
+			}
+		}
 		det, rel := Latencies(r, s)
-		d, l := Summarize("ms", det), Summarize("ms", rel)
-		fmt.Fprintf(&b, "| %s | %d | %s | %s |\n", s, l.Count, dist(d), dist(l))
+		fmt.Fprintf(&b, "| %s | %d | %d | %s | %s |\n", s, reboots, notReloaded, dist(Summarize("ms", det)), dist(Summarize("ms", rel)))
 	}
+	fmt.Fprintf(&b, "\n%s: a latency that did not happen (reload: %s; detection: %s).\n", Absent, WhyNoReload, WhyNoDetection)
 	return b.String()
 }
 
 // writeMatrix writes the conformance matrix: scenarios x subjects, each
-// cell the verdict (linking to the case in index.html) with what was
+// cell the verdict (linking to the case in index.html) and the case's
+// reload latency; a cell that did not go as expected also says what was
 // observed and expected.
 func writeMatrix(b *strings.Builder, m Matrix) {
 	b.WriteString("| scenario |")
@@ -94,11 +115,18 @@ func writeMatrix(b *strings.Builder, m Matrix) {
 				b.WriteString(" not run |")
 				continue
 			}
-			fmt.Fprintf(b, " [%s](%s#case-%d) %s / %s |", verdictMark(c.Verdict), HTMLFile, c.Case, c.Observed, c.Expected)
+			fmt.Fprintf(b, " [%s](%s#case-%d)", stateMark(c.State), HTMLFile, c.Case)
+			switch c.State {
+			case StateFail, StateError:
+				fmt.Fprintf(b, " observed %s, expected %s", c.Observed, c.Expected)
+			case StateExpectedFailure:
+				fmt.Fprintf(b, " %s", c.Expected)
+			}
+			fmt.Fprintf(b, " · %s |", c.Figures.KeyFigure())
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("\nEach cell: verdict, then observed / expected.\n")
+	b.WriteString("\nEach cell: the verdict (☑️ expected failure: the subject failed as expected of it, through the assertions named), then the reload latency, p50 / max over the case's reboots.\n")
 }
 
 func notes(c scenarios.CaseResult) string {
@@ -110,28 +138,26 @@ func notes(c scenarios.CaseResult) string {
 
 func dist(d Distribution) string {
 	if d.Count == 0 {
-		return "none"
+		return Absent
 	}
-	return fmt.Sprintf("%.0f / %.0f / %.0f / %.0f", d.P50, d.P95, d.P99, d.Max)
+	return strings.Join([]string{formatMSFloat(d.P50), formatMSFloat(d.P95), formatMSFloat(d.P99), formatMSFloat(d.Max)}, " / ")
 }
 
-func verdictMark(v string) string {
-	switch v {
-	case scenarios.Pass:
-		return "✅ pass"
-	case scenarios.Fail:
-		return "❌ fail"
-	case scenarios.Error:
-		return "⚠️ error"
+// stateMark is a state's emoji and label in Markdown.
+func stateMark(state string) string { return stateLooks[state].emoji + " " + stateLooks[state].label }
+
+// mdMessage renders a message for a table cell: as it is when short,
+// else its head with the whole message in a <details>.
+func mdMessage(msg string) string {
+	m := SplitMessage(msg)
+	if !m.Long {
+		return mdEscape(html.EscapeString(m.Full))
 	}
-	return "⏭️ skipped"
+	return "<details><summary>" + mdEscape(html.EscapeString(m.Head)) + "</summary>" + mdEscape(html.EscapeString(m.Full)) + "</details>"
 }
 
+// mdEscape keeps s on one line of a table cell.
 func mdEscape(s string) string {
 	s = strings.ReplaceAll(s, "|", "\\|")
-	s = strings.ReplaceAll(s, "\n", " ")
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
-	return s
+	return strings.ReplaceAll(s, "\n", " ")
 }

@@ -8,9 +8,12 @@ import (
 	"github.com/bootproof/bootproof/scenarios"
 )
 
-// Timeline is an SVG picture of one case, as plain shapes that the HTML
-// template renders (html/template escapes every value).
-type Timeline struct {
+// Picture is an SVG picture (a case's timeline, the run's latency chart)
+// as plain shapes that the HTML template renders (html/template escapes
+// every value).
+type Picture struct {
+	// Label names the picture for assistive technology (aria-label).
+	Label         string
 	Width, Height float64
 	Rects         []Rect
 	Lines         []Line
@@ -35,13 +38,14 @@ type Line struct {
 	Title          string
 }
 
-// Text is an SVG text.
+// Text is an SVG text; Title, when set, is its tooltip.
 type Text struct {
 	X, Y   float64
 	Text   string
 	Anchor string
 	Size   float64
 	Fill   string
+	Title  string
 }
 
 // Circle is an SVG circle.
@@ -76,8 +80,8 @@ var bootColors = []string{"#8dd3c7", "#bebada", "#fb8072", "#80b1d3", "#fdb462",
 // BuildTimeline lays out the trace of c: a group of lanes per node (at
 // most maxNodes), lines across every lane for cluster faults and
 // observation gaps, and a time axis.
-func BuildTimeline(c scenarios.CaseResult) Timeline {
-	t := Timeline{Width: tlLeft + tlPlot + 20}
+func BuildTimeline(c scenarios.CaseResult) Picture {
+	t := Picture{Label: "timeline of " + CaseName(c), Width: tlLeft + tlPlot + 20}
 	nodes := traceNodes(c.Trace)
 	if len(nodes) > maxNodes {
 		t.Note = fmt.Sprintf("showing %d of %d nodes", maxNodes, len(nodes))
@@ -127,7 +131,7 @@ func traceNodes(trace []scenarios.TraceEvent) []string {
 // timelineLayout draws one case into t.
 type timelineLayout struct {
 	c      scenarios.CaseResult
-	t      *Timeline
+	t      *Picture
 	end    int64   // ms at the right edge of the plot
 	groupH float64 // height of a node's lanes and the gap below them
 }
@@ -241,7 +245,7 @@ func (g nodeGroup) drawDisruption(e scenarios.TraceEvent) {
 	grace := g.c.GracePeriodMS
 	g.t.Rects = append(g.t.Rects, Rect{X: g.x(e.TMS), Y: g.y, W: g.x(e.TMS+grace) - g.x(e.TMS), H: g.groupH - tlGroupGap,
 		Fill: "#ffcc00", Opacity: 0.15, Stroke: "#d4a000", Dash: "4 3",
-		Title: fmt.Sprintf("%s at %.2fs; grace period window %.1fs", e.Detail, sec(e.TMS), sec(grace))})
+		Title: fmt.Sprintf("%s at %.2fs; grace period window %s", e.Detail, sec(e.TMS), FormatMS(grace))})
 	g.t.Texts = append(g.t.Texts, Text{X: g.x(e.TMS) + 2, Y: g.y + g.groupH - tlGroupGap - 2, Text: strings.SplitN(e.Detail, " (", 2)[0] + " / grace window",
 		Size: 9, Fill: "#8a6d00"})
 }
@@ -300,8 +304,8 @@ func (g nodeGroup) drawReload(m scenarios.RebootMetric) {
 	x1, x2 := g.x(m.BootVisibleMS), g.x(m.BootVisibleMS+m.ReloadLatencyMS)
 	yy := g.laneY(laneTruth) - 1
 	g.t.Lines = append(g.t.Lines, Line{X1: x1, Y1: yy, X2: max(x2, x1+2), Y2: yy, Stroke: "#9467bd", Width: 3,
-		Title: fmt.Sprintf("reload latency %dms (new boot visible -> module loaded)", m.ReloadLatencyMS)})
-	g.t.Texts = append(g.t.Texts, Text{X: x2 + 3, Y: yy + 3, Text: fmt.Sprintf("reload %dms", m.ReloadLatencyMS), Size: 9, Fill: "#5b3a8c"})
+		Title: fmt.Sprintf("reload latency %s (new boot visible -> module loaded)", FormatMS(m.ReloadLatencyMS))})
+	g.t.Texts = append(g.t.Texts, Text{X: x2 + 3, Y: yy + 3, Text: "reload " + FormatMS(m.ReloadLatencyMS), Size: 9, Fill: "#5b3a8c"})
 }
 
 // drawFaults draws cluster faults and observation gaps across every lane:
@@ -325,7 +329,7 @@ func (l *timelineLayout) drawAxis(axisY float64) {
 	}
 	for ms := int64(0); ms <= l.end; ms += step {
 		l.t.Lines = append(l.t.Lines, Line{X1: l.x(ms), Y1: tlTop - 6, X2: l.x(ms), Y2: axisY, Stroke: "#ddd", Width: 0.5})
-		l.t.Texts = append(l.t.Texts, Text{X: l.x(ms), Y: axisY + 12, Text: fmt.Sprintf("%.0fs", sec(ms)), Anchor: "middle", Size: 9, Fill: "#555"})
+		l.t.Texts = append(l.t.Texts, Text{X: l.x(ms), Y: axisY + 12, Text: fmt.Sprintf("%d s", ms/1000), Anchor: "middle", Size: 9, Fill: "#555"})
 	}
 }
 

@@ -114,7 +114,7 @@ func (f fleetFigures) planeTotal() float64 {
 // nodes against its own fresh embedded control plane with the same build
 // and settings, and measures each fleet's CPU and memory, the plane's CPU,
 // false NotReady and lease-renewal lateness over a steady window after a
-// settling time. It writes reports/bench/fleet-vs-kwok.{json,md}.
+// settling time. It writes _output/bench/fleet-vs-kwok.{json,md}.
 func BenchmarkFleetVsKWOK(b *testing.B) {
 	cptest.RequireBinaries(b)
 	c := fleetConfig(b)

@@ -116,7 +116,7 @@ func (s fleetMaxStep) benchStep() bench.Step {
 // BenchmarkFleetVsKWOK measures plus etcd and API request latency, and
 // stops at the first step the machine does not hold (bench.Limits.Verdict:
 // not all Ready, false NotReady, CPU saturated, lease lateness or API
-// latency beyond its limit). It writes reports/bench/fleet-max.{json,md}
+// latency beyond its limit). It writes _output/bench/fleet-max.{json,md}
 // after every step.
 func BenchmarkFleetMax(b *testing.B) {
 	cptest.RequireBinaries(b)

@@ -49,6 +49,9 @@ type runOptions struct {
 	nodeCreds     string
 	maxNodesSet   bool
 	vm            backend.LibvirtConfig
+	// verbose shows the logs on stderr too; verbosity is -v.
+	verbose   bool
+	verbosity int
 }
 
 // Defaults of 'bootproof run' on the embedded cluster.
@@ -81,6 +84,7 @@ error, an invalid run or an infrastructure fault.`,
 				return err
 			}
 			o.maxNodesSet = cmd.Flags().Changed("max-nodes")
+			o.verbosity, _ = cmd.InheritedFlags().GetInt("verbosity")
 			return runRun(cmd.Context(), s, o)
 		},
 	}
@@ -97,7 +101,7 @@ error, an invalid run or an infrastructure fault.`,
 	f.DurationVar(&o.monitor, "monitor-period", DefaultRunMonitor, "node-monitor-period of the embedded cluster")
 	f.IntVar(&o.parallel, "parallel", 2, "cases run at once")
 	f.IntVar(&o.maxNodes, "max-nodes", 0, fmt.Sprintf("cap every scenario's node count (0: no cap; with --nodes libvirt the default is %d)", DefaultVMMaxNodes))
-	f.StringVar(&o.reportDir, "report-dir", "", "report directory: new or empty (default a new reports/<timestamp>-<random>, with reports/latest pointing to it)")
+	f.StringVar(&o.reportDir, "report-dir", "", "report directory: new or empty (default a new "+DefaultReportRoot+"/<timestamp>-<random>, with "+DefaultReportRoot+"/latest pointing to it)")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig for --cluster kubeconfig (default $KUBECONFIG)")
 	f.StringVar(&o.binDir, "bin-dir", "", "control-plane binaries for the embedded cluster (default as for 'controlplane up')")
 	f.DurationVar(&o.certValidity, "cert-validity", controlplane.DefaultCertValidity, "how long the embedded cluster's certificates are valid (it stops working after that)")
@@ -106,6 +110,7 @@ error, an invalid run or an infrastructure fault.`,
 	f.StringSliceVar(&o.kindArchives, "kind-load-image-archive", nil, "with --cluster kind: image archives to load into the cluster's nodes (e.g. from 'bootproof kind build-operator-image'); repeatable")
 	f.BoolVar(&o.retain, "retain", false, "with --cluster kind: keep the cluster bootproof created")
 	addVMFlags(f, &o.vm)
+	f.BoolVar(&o.verbose, "verbose", false, "show the logs (klog, controller-runtime, client-go, bootproof's parts) on stderr too; without it they go only to "+RunLogFile+" in the report directory")
 	f.StringVar(&o.nodeCreds, "node-credentials", "shared", "with --cluster kubeconfig: shared (simulated nodes act with the kubeconfig's identity) or csr (each node gets system:node:<name> through an approved CertificateSigningRequest)")
 	return cmd
 }
@@ -212,6 +217,8 @@ type runContext struct {
 	cleanups []func()
 	// failed is read by the kind cluster's cleanup (logs kept on failure).
 	failed bool
+	// log is the run log's path, once it is open.
+	log string
 }
 
 func (rc *runContext) defer_(f func()) { rc.cleanups = append(rc.cleanups, f) }
@@ -225,6 +232,8 @@ func (rc *runContext) close() {
 func (rc *runContext) run(ctx context.Context) error {
 	rc.failed = true
 	sweepTempDirs(rc.s)
+	ctx, rl := openRunLog(ctx, rc.o.verbose, rc.o.verbosity, rc.s.Err)
+	rc.defer_(rl.close)
 	cl, taints, err := rc.startCluster(ctx)
 	if err != nil {
 		return err
@@ -246,6 +255,11 @@ func (rc *runContext) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := rl.attach(dir); err != nil {
+		return err
+	}
+	rc.log = rl.path
+	fmt.Fprintf(rc.s.Err, "logs (klog, controller-runtime, client-go; --verbose shows them here): %s\n", rl.path)
 	for _, f := range rc.plan.subjectFiles {
 		subjects = append(subjects, subject.FromFile(f, cl, filepath.Join(dir, "subjects")))
 	}
@@ -254,7 +268,7 @@ func (rc *runContext) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	prog := newProgress(rc.s.Out)
+	prog := newProgress(rc.s.Out, !rc.o.verbose)
 	start := time.Now()
 	prog.start()
 	res := runner.Run(ctx, runner.Config{Cluster: cl, Backend: nodes, Subjects: subjects,
@@ -270,9 +284,20 @@ func (rc *runContext) startCluster(ctx context.Context) (scenarios.Cluster, []co
 	o, s := rc.o, rc.s
 	switch o.cluster {
 	case "embedded":
+		cfg := controlplane.Config{GracePeriod: rc.plan.grace, MonitorPeriod: o.monitor, BinDir: o.binDir, CertValidity: o.certValidity}
+		// The settings first, then the binaries: a bad flag is named even
+		// where the binaries are missing.
+		if err := cfg.Default().Validate(); err != nil {
+			return nil, nil, withCode(ExitUsage, err)
+		}
+		bins, err := controlplane.FindBinaries(o.binDir)
+		if err != nil {
+			return nil, nil, withCode(ExitUsage, err)
+		}
+		fmt.Fprintf(s.Err, "control-plane binaries: %s\n", describeBinaries(bins))
 		fmt.Fprintf(s.Err, "starting the embedded control plane (grace period %s, monitor period %s)\n", rc.plan.grace, o.monitor)
-		e, err := cluster.StartEmbedded(ctx, controlplane.Config{GracePeriod: rc.plan.grace, MonitorPeriod: o.monitor, BinDir: o.binDir,
-			CertValidity: o.certValidity})
+		start := time.Now()
+		e, err := cluster.StartEmbedded(ctx, cfg)
 		if err != nil {
 			var ce *controlplane.ConfigError
 			if errors.As(err, &ce) {
@@ -281,6 +306,7 @@ func (rc *runContext) startCluster(ctx context.Context) (scenarios.Cluster, []co
 			return nil, nil, withCode(ExitInfra, err)
 		}
 		rc.defer_(e.Stop)
+		fmt.Fprintf(s.Err, "embedded control plane ready in %s\n", reports.FormatDuration(time.Since(start)))
 		return e, nil, nil
 	case "kubeconfig":
 		k, err := cluster.NewKubeconfig(ctx, o.kubeconfig, o.grace, o.nodeCreds == "csr")
@@ -308,6 +334,16 @@ func (rc *runContext) startCluster(ctx context.Context) (scenarios.Cluster, []co
 		rc.defer_(func() { _ = k.Stop(rc.failed) })
 		return k, nil, nil // fakes.SimulatedTaints keep kind's own pods off the simulated nodes
 	}
+}
+
+// describeBinaries names the control-plane binaries a run uses: their
+// directory when they share one, else each path.
+func describeBinaries(b controlplane.Binaries) string {
+	names := controlplane.BinEtcd + ", " + controlplane.BinKubeAPIServer + ", " + controlplane.BinKubeControllerManager
+	if d := filepath.Dir(b.Etcd); d == filepath.Dir(b.KubeAPIServer) && d == filepath.Dir(b.KubeControllerManager) {
+		return names + " in " + d
+	}
+	return strings.Join([]string{b.Etcd, b.KubeAPIServer, b.KubeControllerManager}, ", ")
 }
 
 // startNodes returns the node backend --nodes names; VM nodes are
@@ -349,7 +385,10 @@ func (rc *runContext) report(ctx context.Context, dir string, res scenarios.Resu
 	n := reports.Count(res)
 	rc.failed = n.Fail+n.Error > 0
 	fmt.Fprintf(s.Out, "%d passed, %d failed, %d errors, %d skipped in %s\nreport: %s\n", n.Pass, n.Fail, n.Error, n.Skipped,
-		time.Since(start).Round(time.Second), filepath.Join(dir, reports.HTMLFile))
+		reports.FormatDuration(time.Since(start)), filepath.Join(dir, reports.HTMLFile))
+	if rc.log != "" {
+		fmt.Fprintf(s.Out, "logs: %s\n", rc.log)
+	}
 	switch {
 	case ctx.Err() != nil:
 		return withCode(ExitInfra, fmt.Errorf("interrupted: %w", ctx.Err()))

@@ -104,16 +104,22 @@ func checkReportDir(dir string) error {
 	return nil
 }
 
+// DefaultReportRoot holds the default report directories of runs
+// (DefaultReportRoot/<timestamp>-<random>, and DefaultReportRoot/latest
+// pointing to the last one), in the working directory.
+const DefaultReportRoot = "_output"
+
 // reportDir creates the report directory and claims it; the default is a
-// new directory reports/<timestamp>-<random>, so two runs started in the
-// same second never share one. It returns the absolute path.
+// new directory DefaultReportRoot/<timestamp>-<random>, so two runs
+// started in the same second never share one. It returns the absolute
+// path.
 func reportDir(flag string) (string, error) {
 	dir := flag
 	if dir == "" {
-		if err := os.MkdirAll("reports", 0o755); err != nil {
+		if err := os.MkdirAll(DefaultReportRoot, 0o755); err != nil {
 			return "", withCode(ExitInfra, fmt.Errorf("report directory: %w", err))
 		}
-		d, err := os.MkdirTemp("reports", time.Now().Format("20060102-150405")+"-*")
+		d, err := os.MkdirTemp(DefaultReportRoot, time.Now().Format("20060102-150405")+"-*")
 		if err == nil {
 			err = os.Chmod(d, 0o755)
 		}

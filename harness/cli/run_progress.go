@@ -20,9 +20,12 @@ func printSummary(w io.Writer, r scenarios.Results) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "VERDICT\tSUBJECT\tSCENARIO\tEXPECTED\tOBSERVED\tDURATION")
 	for _, c := range r.Cases {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1fs\n", c.Verdict, c.Subject, c.Scenario, reports.Expected(c), c.Observed, float64(c.DurationMS)/1000)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Verdict, c.Subject, c.Scenario, reports.Expected(c), c.Observed, reports.FormatMS(c.DurationMS))
 	}
 	tw.Flush()
+	for _, sum := range reports.Summaries(r) {
+		fmt.Fprintln(w, sum.Line())
+	}
 	for _, c := range r.Cases {
 		if c.Verdict == scenarios.Fail || c.Verdict == scenarios.Error {
 			fmt.Fprintf(w, "%s %s: %s\n", c.Verdict, reports.CaseName(c), c.Message)
@@ -31,8 +34,9 @@ func printSummary(w io.Writer, r scenarios.Results) {
 }
 
 // progress shows one line per case: running (with elapsed time) and then
-// its verdict. On a terminal the running lines are redrawn every second;
-// otherwise plain lines are printed as cases start and finish.
+// its verdict. On a terminal (unless redraw is off: logs share it) the
+// running lines are redrawn every second; otherwise plain lines are
+// printed as cases start and finish.
 type progress struct {
 	w       io.Writer
 	tty     bool
@@ -43,9 +47,9 @@ type progress struct {
 	done    chan struct{}
 }
 
-func newProgress(w io.Writer) *progress {
+func newProgress(w io.Writer, redraw bool) *progress {
 	p := &progress{w: w, running: map[string]time.Time{}, quit: make(chan struct{}), done: make(chan struct{})}
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if f, ok := w.(*os.File); ok && redraw && term.IsTerminal(int(f.Fd())) {
 		p.tty = true
 	}
 	return p
@@ -99,7 +103,7 @@ func (p *progress) Finished(r scenarios.CaseResult) {
 	defer p.mu.Unlock()
 	delete(p.running, key(r.Scenario, r.Subject))
 	p.clear()
-	fmt.Fprintf(p.w, "%-7s %s (%.1fs)\n", r.Verdict, key(r.Scenario, r.Subject), float64(r.DurationMS)/1000)
+	fmt.Fprintf(p.w, "%-7s %s (%s)\n", r.Verdict, key(r.Scenario, r.Subject), reports.FormatMS(r.DurationMS))
 	if p.tty {
 		p.redraw()
 	}
@@ -119,7 +123,7 @@ func (p *progress) redraw() {
 	}
 	slices.Sort(names)
 	for _, k := range names {
-		fmt.Fprintf(p.w, "running %s (%s)\n", k, time.Since(p.running[k]).Round(time.Second))
+		fmt.Fprintf(p.w, "running %s (%s)\n", k, reports.FormatDuration(time.Since(p.running[k]).Round(time.Second)))
 		p.drawn++
 	}
 }

@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -141,5 +142,17 @@ func TestRunCatalogAgainstKubeconfigCluster(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "report: "+filepath.Join(dir, reports.HTMLFile)) {
 		t.Errorf("stdout does not name the report: %s", out.String())
+	}
+	// Library logs go to the run log, whose path is printed, never to the
+	// terminal between the progress lines.
+	logPath := filepath.Join(dir, cli.RunLogFile)
+	if !strings.Contains(out.String(), "logs: "+logPath) || !strings.Contains(errb.String(), logPath) {
+		t.Errorf("the run log's path is not printed: stdout %s\nstderr %s", out.String(), errb.String())
+	}
+	if log, err := os.ReadFile(logPath); err != nil || !strings.Contains(string(log), `"msg"=`) {
+		t.Errorf("run log %s: %v, %d bytes", logPath, err, len(log))
+	}
+	if strings.Contains(out.String()+errb.String(), `"msg"=`) {
+		t.Errorf("a log line reached the terminal:\nstdout:\n%s\nstderr:\n%s", out.String(), errb.String())
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/bootproof/bootproof/scenarios"
 )
 
@@ -137,9 +139,63 @@ func TestExampleSubjectFiles(t *testing.T) {
 			t.Errorf("%s: %+v", name, f)
 		}
 	}
-	// kmm-upstream.yaml needs $KMM_REPO, and says so.
-	_, err := ReadFile("../../examples/subjects/kmm-upstream.yaml", lookup)
-	if err == nil || !strings.Contains(err.Error(), "${KMM_REPO} is not set") {
-		t.Errorf("kmm-upstream.yaml without $KMM_REPO: %v", err)
+	// The upstream KMM files need $KMM_REPO, and say so.
+	for _, name := range []string{"kmm-upstream", "kmm-upstream-config-file"} {
+		_, err := ReadFile("../../examples/subjects/"+name+".yaml", lookup)
+		if err == nil || !strings.Contains(err.Error(), "${KMM_REPO} is not set") {
+			t.Errorf("%s.yaml without $KMM_REPO: %v", name, err)
+		}
+	}
+}
+
+// The upstream KMM files decode against a KMM checkout: one names its
+// ConfigMap, the other a configuration file next to it that turns leader
+// election and metrics off; both expect every scenario to pass.
+func TestExampleUpstreamKMMFiles(t *testing.T) {
+	repo := t.TempDir()
+	for _, d := range []string{"bin", "config/crd/bases"} {
+		if err := os.MkdirAll(filepath.Join(repo, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(repo, "bin", "manager"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lookup := func(name string) (string, bool) {
+		if name == "KMM_REPO" {
+			return repo, true
+		}
+		return testLookup(name)
+	}
+	for name, config := range map[string]string{"kmm-upstream": "--config=kmm-operator-manager-config",
+		"kmm-upstream-config-file": "--config=kmm-upstream-controller-config.yaml"} {
+		f, err := ReadFile("../../examples/subjects/"+name+".yaml", lookup)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if f.Name != name || f.Exec == nil || f.Exec.Command[0] != filepath.Join(repo, "bin", "manager") || f.Exec.Command[1] != config {
+			t.Errorf("%s: command %q", name, f.Exec.Command)
+		}
+		for _, sc := range []string{"reboot-after-load-before-sync", "fast-reboot-0.5g", "kubelet-restart-no-reboot"} {
+			if got, _ := f.Expectation(&scenarios.Scenario{Name: sc}); got.Outcome != scenarios.Pass || len(got.Assertions) != 0 {
+				t.Errorf("%s expects %s of %s, want pass: what a correct operator must do", name, got, sc)
+			}
+		}
+	}
+	// The manager runs in the subject file's directory, where its
+	// configuration file is.
+	data, err := os.ReadFile("../../examples/subjects/kmm-upstream-controller-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		LeaderElection struct{ Enabled *bool }      `json:"leaderElection"`
+		Metrics        struct{ BindAddress string } `json:"metrics"`
+	}
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.LeaderElection.Enabled == nil || *cfg.LeaderElection.Enabled || cfg.Metrics.BindAddress != "0" {
+		t.Errorf("controller config: leader election %v, metrics bind address %q; out of cluster both must be off", cfg.LeaderElection.Enabled, cfg.Metrics.BindAddress)
 	}
 }

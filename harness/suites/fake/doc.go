@@ -1,8 +1,8 @@
 // Package fake holds the Ginkgo suite that runs the scenario catalog on
 // the embedded control plane with simulated nodes, for both the bootid
 // subject and the legacy negative control. 'make test' runs it and writes
-// reports/junit-embedded.xml (Ginkgo's --junit-report) and the HTML report
-// under reports/embedded/ (BOOTPROOF_SUITE_REPORT_DIR).
+// _output/junit-embedded.xml (Ginkgo's --junit-report) and the HTML report
+// under _output/embedded/ (BOOTPROOF_SUITE_REPORT_DIR).
 //
 // Process 1 starts one control plane in SynchronizedBeforeSuite; every
 // Ginkgo process reaches it through its kubeconfig. Each case (scenario x

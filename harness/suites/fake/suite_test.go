@@ -195,7 +195,7 @@ var _ = ReportAfterSuite("bootproof reports", func(report Report) {
 	})
 	dir := os.Getenv("BOOTPROOF_SUITE_REPORT_DIR")
 	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "reports", "embedded")
+		dir = filepath.Join("..", "..", "..", "_output", "embedded")
 	}
 	Expect(reports.Write(dir, res, time.Now())).To(Succeed())
 	GinkgoWriter.Printf("HTML report: %s\n", filepath.Join(dir, reports.HTMLFile))

@@ -4,5 +4,5 @@
 // plane restarts; a forced watch expiry; a subject crash; a reboot nobody
 // asked for; SIGINT of the run) and checks that each ends as an error or
 // not run, never as a pass or a fail. It writes the table fault x subject
-// -> verdict to reports/faults/.
+// -> verdict to _output/faults/.
 package faults

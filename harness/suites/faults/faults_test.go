@@ -40,7 +40,7 @@ const (
 	// envRunCLI makes the test binary the bootproof command, for the
 	// subject processes and the SIGINT tests.
 	envRunCLI = "BOOTPROOF_TEST_RUN_CLI"
-	// envDir is where the fault table goes (default reports/faults).
+	// envDir is where the fault table goes (default _output/faults).
 	envDir = "BOOTPROOF_FAULTS_DIR"
 )
 
@@ -80,7 +80,7 @@ func writeTable() error {
 	}
 	dir := os.Getenv(envDir)
 	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "reports", "faults")
+		dir = filepath.Join("..", "..", "..", "_output", "faults")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err

@@ -1,0 +1,174 @@
+package harness
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// stubGo stands in for the go command in TestControlPlaneBuildScript:
+// 'go list -deps' names STUB_TOTAL packages, 'go build -v' names them as
+// it "compiles" them (STUB_SLEEP seconds apart) and writes the -o file,
+// unless the package is STUB_FAIL. Each call is logged to STUB_LOG.
+const stubGo = `#!/usr/bin/env bash
+echo "$*" >> "$STUB_LOG"
+case "$1" in
+list) for i in $(seq 1 "${STUB_TOTAL:-5}"); do echo "example.com/p$i"; done ;;
+build)
+  out="" pkg="${@: -1}"
+  while [ $# -gt 0 ]; do [ "$1" = -o ] && out="$2"; shift; done
+  if [ "$pkg" = "$STUB_FAIL" ]; then
+    echo "# $pkg" >&2; echo "main.go:3:2: undefined: brokenThing" >&2; exit 1
+  fi
+  for i in $(seq 1 "${STUB_TOTAL:-5}"); do echo "example.com/p$i" >&2; sleep "${STUB_SLEEP:-0}"; done
+  printf '#!/bin/sh\n' > "$out" && chmod +x "$out" ;;
+*) echo "stub go: unexpected $*" >&2; exit 2 ;;
+esac
+`
+
+// buildEnv is a copy of tools/controlplane (so a test may change its pins)
+// and a stub go first on $PATH.
+type buildEnv struct {
+	t            *testing.T
+	script, bin  string
+	log, modules string
+	env          []string
+}
+
+func newBuildEnv(t *testing.T) *buildEnv {
+	t.Helper()
+	root := t.TempDir()
+	e := &buildEnv{t: t, modules: filepath.Join(root, "controlplane"), bin: filepath.Join(root, "bin"), log: filepath.Join(root, "go.log")}
+	e.script = filepath.Join(e.modules, "build.sh")
+	for _, f := range []string{"build.sh", "etcd/go.mod", "etcd/go.sum", "kube/go.mod", "kube/go.sum"} {
+		data, err := os.ReadFile(filepath.Join("../tools/controlplane", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := filepath.Join(e.modules, f)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stubDir := filepath.Join(root, "stub")
+	if err := os.MkdirAll(stubDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(stubDir, "go"), []byte(stubGo), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.env = append(os.Environ(), "PATH="+stubDir+":"+os.Getenv("PATH"), "BIN_DIR="+e.bin, "STUB_LOG="+e.log)
+	return e
+}
+
+// run runs build.sh with extra environment; it returns stdout, stderr and
+// the error of the run.
+func (e *buildEnv) run(extra ...string) (string, string, error) {
+	cmd := exec.Command("bash", e.script)
+	cmd.Env = append(append([]string{}, e.env...), extra...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return out.String(), errb.String(), err
+}
+
+// builds counts the 'go build' calls so far.
+func (e *buildEnv) builds() int {
+	data, _ := os.ReadFile(e.log)
+	return strings.Count(string(data), "build -v")
+}
+
+func wantLines(t *testing.T, what, out string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("%s lacks %q:\n%s", what, w, out)
+		}
+	}
+}
+
+// TestControlPlaneBuildScript runs tools/controlplane/build.sh over a stub
+// go: a first build says what it builds, the ~7 minute expectation, a line
+// per component with its time and progress lines; a second run says the
+// binaries are cached and builds nothing; a changed pin rebuilds only its
+// module's binaries; a failed build exits non-zero with the compiler's
+// error and leaves no stamp; on a terminal a progress bar is drawn.
+func TestControlPlaneBuildScript(t *testing.T) {
+	e := newBuildEnv(t)
+	out, errOut, err := e.run("PROGRESS_EVERY=1", "STUB_SLEEP=0.3")
+	if err != nil {
+		t.Fatalf("first build: %v\n%s%s", err, out, errOut)
+	}
+	wantLines(t, "first build", out,
+		"building etcd kube-apiserver kube-controller-manager into "+e.bin, "a first build takes about 7 minutes",
+		"[1/3] etcd: building go.etcd.io/etcd/server/v3 (5 packages)", "[1/3] etcd: built in ",
+		"[2/3] kube-apiserver: building k8s.io/kubernetes/cmd/kube-apiserver", "[2/3] kube-apiserver: built in ",
+		"[3/3] kube-controller-manager: built in ", "still building, ", "packages compiled", "controlplane: done in ")
+	if e.builds() != 3 {
+		t.Errorf("%d go builds, want one per binary", e.builds())
+	}
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
+		if _, err := os.Stat(filepath.Join(e.bin, "."+b+".stamp")); err != nil {
+			t.Errorf("no stamp for %s: %v", b, err)
+		}
+	}
+
+	out, _, err = e.run()
+	if err != nil || e.builds() != 3 {
+		t.Fatalf("second run: %v, %d builds in all\n%s", err, e.builds(), out)
+	}
+	wantLines(t, "second run", out, "etcd, kube-apiserver and kube-controller-manager are cached in "+e.bin)
+
+	// A new pin in kube/go.sum rebuilds kube's two binaries, not etcd.
+	f, err := os.OpenFile(filepath.Join(e.modules, "kube", "go.sum"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = f.WriteString("example.com/new v1.0.0 h1:x=\n")
+	f.Close()
+	out, _, err = e.run()
+	if err != nil || e.builds() != 5 {
+		t.Fatalf("after a pin change: %v, %d builds in all\n%s", err, e.builds(), out)
+	}
+	wantLines(t, "after a pin change", out, "building kube-apiserver kube-controller-manager into", "[1/3] etcd is cached")
+
+	// A failed build: the compiler's error, non-zero exit, no stamp.
+	for _, f := range []string{"kube-controller-manager", ".kube-controller-manager.stamp"} {
+		if err := os.Remove(filepath.Join(e.bin, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, errOut, err = e.run("STUB_FAIL=k8s.io/kubernetes/cmd/kube-controller-manager")
+	if err == nil {
+		t.Fatalf("a failed go build exited 0:\n%s", out)
+	}
+	wantLines(t, "stderr of a failed build", errOut, "main.go:3:2: undefined: brokenThing", "[3/3] kube-controller-manager: go build failed (exit 1)")
+	if _, err := os.Stat(filepath.Join(e.bin, ".kube-controller-manager.stamp")); err == nil {
+		t.Error("a failed build wrote a stamp")
+	}
+	if strings.Contains(errOut, "example.com/p1") {
+		t.Errorf("package names are shown as errors:\n%s", errOut)
+	}
+
+	// On a terminal: a progress bar.
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Log("no 'script' (util-linux) to give the build a terminal; the progress bar is not checked")
+		return
+	}
+	if err := os.Remove(filepath.Join(e.bin, "etcd")); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("script", "-qec", "bash "+e.script, "/dev/null")
+	cmd.Env = append(append([]string{}, e.env...), "STUB_SLEEP=0.4")
+	tty, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("build on a terminal: %v\n%s", err, tty)
+	}
+	wantLines(t, "build on a terminal", string(tty), "\r\033[2K  etcd", "] 100% 5/5 packages", "[1/3] etcd: built in ")
+}
