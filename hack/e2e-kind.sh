@@ -16,9 +16,8 @@ start=$SECONDS
 image_flag=()
 case "$choice" in
   local)
-    out="$(hack/kind-image.sh)" || { echo "$out" >&2; exit 2; }
-    echo "$out" | sed '$d'
-    image_flag=(--kind-image "$(echo "$out" | tail -n 1)") ;;
+    tag="$(hack/kind-image.sh)" || exit 2
+    image_flag=(--kind-image "$tag") ;;
   published) ;;
   *) image_flag=(--kind-image "$choice") ;;
 esac

@@ -5,7 +5,8 @@
 # the pins under tools/ (tools/controlplane/kube, tools/kindnode/*), the
 # builder (harness/kindimage, this script) and kind's version in go.mod.
 # Its tag carries a hash of those, so a cached image is found by name.
-#   hack/kind-image.sh          build it unless cached; the tag is the last line
+#   hack/kind-image.sh          build it unless cached; the tag goes to stdout,
+#                               everything else to stderr
 #   hack/kind-image.sh --tag    print the tag only
 # KIND_IMAGE_REBUILD=1 builds it even when cached (Debian's packages move on).
 set -euo pipefail
@@ -18,12 +19,13 @@ while IFS= read -r f; do inputs+=("$f"); done < <(find harness/kindimage -type f
 stamp="$( { cat "${inputs[@]}"; grep -E '^\s*sigs.k8s.io/kind ' go.mod; } | sha256sum | cut -c1-12)"
 tag="bootproof/kind-node:${k8s_version}-${stamp}"
 if [ "${1:-}" = --tag ]; then echo "$tag"; exit 0; fi
+exec 3>&1 1>&2 # progress to stderr, the tag alone to stdout (fd 3)
 
 command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1 || {
   echo "kind-image: no docker engine answers here; 'make deps-kind' (root, Debian/Ubuntu) installs and starts one" >&2; exit 2; }
 if [ -z "${KIND_IMAGE_REBUILD:-}" ] && docker image inspect "$tag" >/dev/null 2>&1; then
   echo "kind-image: $tag is cached (built $(docker image inspect -f '{{.Created}}' "$tag"))"
-  echo "$tag"
+  echo "$tag" >&3
   exit 0
 fi
 start=$SECONDS
@@ -34,4 +36,4 @@ CGO_ENABLED=0 go build -o "$bin_dir/bootproof" ./cmd/bootproof
 # Older images of this builder are superseded; their layers go with them.
 docker image ls --format '{{.Repository}}:{{.Tag}}' bootproof/kind-node | grep -vxF "$tag" | xargs -r docker rmi >/dev/null 2>&1 || true
 echo "kind-image: built $tag in $((SECONDS - start))s ($(docker image inspect -f '{{.Size}}' "$tag" | awk '{printf "%.0f MB", $1/1e6}'))"
-echo "$tag"
+echo "$tag" >&3

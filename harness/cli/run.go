@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -274,8 +275,18 @@ func (rc *runContext) run(ctx context.Context) error {
 	res := runner.Run(ctx, runner.Config{Cluster: cl, Backend: nodes, Subjects: subjects,
 		Scenarios: rc.plan.scenarios, Parallel: rc.o.parallel, MaxNodes: rc.o.maxNodes, Progress: prog, RunID: run.ID})
 	prog.stop()
+	if er, ok := cl.(environmentReporter); ok {
+		maps.Copy(env, er.Environment(ctx))
+	}
 	res.Environment = env
 	return rc.report(ctx, dir, res, start)
+}
+
+// environmentReporter is the optional capability of a cluster that
+// describes itself for the report at the end of a run (kind: its image,
+// creation time and node memory).
+type environmentReporter interface {
+	Environment(ctx context.Context) map[string]string
 }
 
 // startCluster starts or connects to the cluster --cluster names; taints

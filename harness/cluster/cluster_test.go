@@ -175,6 +175,10 @@ exit 3
 
 func TestKindImagePreflight(t *testing.T) {
 	ctx := context.Background()
+	t.Setenv("PATH", t.TempDir()) // no engine at all
+	if err := KindImagePreflight(ctx, DefaultKindImage); !errors.Is(err, ErrNoContainerEngine) || !strings.Contains(err.Error(), "docker: not installed") {
+		t.Errorf("no engine: %v", err)
+	}
 	fakeEngine(t, false, true)
 	err := KindImagePreflight(ctx, LocalKindImagePrefix+"v1.37.2-0123456789ab")
 	if !errors.Is(err, ErrKindImageMissing) || !strings.Contains(err.Error(), "make kind-image") {

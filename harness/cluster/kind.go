@@ -309,6 +309,8 @@ type Kind struct {
 	// engine and network: the container engine, and kind's network when
 	// this run created it (removed at Stop once no container is on it).
 	engine, network string
+	// createTook is how long the cluster took to be ready (0 if reused).
+	createTook time.Duration
 }
 
 // StartKind creates (or reuses) the cluster and waits until it is ready.
@@ -363,12 +365,14 @@ func StartKind(ctx context.Context, cfg KindConfig) (_ *Kind, retErr error) {
 		if err != nil {
 			return nil, err
 		}
+		createStart := time.Now()
 		if err := provider.Create(cfg.Name, kindcluster.CreateWithRawConfig(raw), kindcluster.CreateWithWaitForReady(cfg.WaitForReady),
 			kindcluster.CreateWithKubeconfigPath(k.kubeconfig), kindcluster.CreateWithDisplayUsage(false), kindcluster.CreateWithDisplaySalutation(false),
 			kindcluster.CreateWithRetain(cfg.Retain)); err != nil {
 			return nil, fmt.Errorf("create kind cluster %s: %w", cfg.Name, err)
 		}
 		k.created = true
+		k.createTook = time.Since(createStart)
 	}
 	raw, err := provider.KubeConfig(cfg.Name, false)
 	if err != nil {
@@ -426,6 +430,43 @@ func (k *Kind) RESTConfig() *rest.Config { return rest.CopyConfig(k.rc) }
 
 // GracePeriod implements scenarios.Cluster.
 func (k *Kind) GracePeriod() time.Duration { return k.cfg.GracePeriod }
+
+// Environment describes the cluster for a run's report: the node image,
+// how long the cluster took to create, and its node's memory now (the
+// node container's working set: usage less inactive file pages, as
+// docker stats and the kubelet count it).
+func (k *Kind) Environment(ctx context.Context) map[string]string {
+	env := map[string]string{"kind-image": k.cfg.Image}
+	if k.createTook > 0 {
+		env["kind-cluster-created-in"] = k.createTook.Round(100 * time.Millisecond).String()
+	}
+	if k.engine != "" {
+		if mib, err := nodeWorkingSetMiB(ctx, k.engine, k.cfg.Name+"-control-plane"); err == nil {
+			env["kind-node-memory"] = fmt.Sprintf("%.0f MiB", mib)
+		}
+	}
+	return env
+}
+
+// nodeWorkingSetMiB reads the node container's own cgroup (kind runs its
+// nodes in a private cgroup namespace): v2's memory.current or v1's
+// memory.usage_in_bytes, less inactive file pages.
+func nodeWorkingSetMiB(ctx context.Context, engine, container string) (float64, error) {
+	script := `if [ -f /sys/fs/cgroup/memory.current ]; then
+  echo "$(cat /sys/fs/cgroup/memory.current) $(awk '$1 == "inactive_file" {print $2}' /sys/fs/cgroup/memory.stat)"
+else
+  echo "$(cat /sys/fs/cgroup/memory/memory.usage_in_bytes) $(awk '$1 == "total_inactive_file" {print $2}' /sys/fs/cgroup/memory/memory.stat)"
+fi`
+	out, err := exec.CommandContext(ctx, engine, "exec", container, "sh", "-c", script).Output()
+	if err != nil {
+		return 0, err
+	}
+	var usage, inactive float64
+	if _, err := fmt.Sscan(string(out), &usage, &inactive); err != nil {
+		return 0, fmt.Errorf("memory of %s: %q: %w", container, out, err)
+	}
+	return (usage - inactive) / (1 << 20), nil
+}
 
 // ClusterName is the kind cluster's name.
 func (k *Kind) ClusterName() string { return k.cfg.Name }
