@@ -114,8 +114,13 @@ func (h *HealthMonitor) Start(ctx context.Context) error {
 	defer tick.Stop()
 	for {
 		start := time.Now()
-		h.probeAPI(ctx, hc, strings.TrimSuffix(rc.Host, "/")+"/readyz")
-		h.probeLease(ctx, cs)
+		// Side by side: a frozen API server holds each probe for its
+		// whole timeout, and one after the other they would take turns
+		// and see half as many failures.
+		var wg sync.WaitGroup
+		wg.Go(func() { h.probeAPI(ctx, hc, strings.TrimSuffix(rc.Host, "/")+"/readyz") })
+		wg.Go(func() { h.probeLease(ctx, cs) })
+		wg.Wait()
 		h.mu.Lock()
 		h.cycle++
 		h.cycleStart = start

@@ -93,7 +93,7 @@ func writeTable() error {
 		return err
 	}
 	var b strings.Builder
-	b.WriteString("# Fault injection: fault x subject -> verdict\n\nEvery fault is injected into a running case on the embedded cluster; the verdict must be an error (or not run), never a pass or a fail.\n\n| fault | subject | verdict | observed | as required | message |\n|---|---|---|---|---|---|\n")
+	b.WriteString("# Fault injection: fault x subject -> verdict\n\nEvery fault is injected into a running case (on the embedded cluster; on kind for the kind rows, from make e2e-kind); the verdict must be an error (or not run), never a pass or a fail.\n\n| fault | subject | verdict | observed | as required | message |\n|---|---|---|---|---|---|\n")
 	for _, r := range table.rows {
 		msg := strings.ReplaceAll(strings.ReplaceAll(r.Message, "|", "\\|"), "\n", " ")
 		if len(msg) > 240 {
