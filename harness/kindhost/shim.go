@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // capabilitySets are the sets of an OCI process's "capabilities" object.
@@ -159,24 +160,21 @@ func ParseInvocation(args []string) (Invocation, error) {
 		break
 	}
 	for i++; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--bundle" || a == "-b":
-			if i+1 >= len(args) {
-				return inv, errors.New("runc " + inv.Command + ": --bundle without a value")
+		for _, opt := range []struct {
+			long, short string
+			dst         *string
+		}{{"--bundle", "-b", &inv.Bundle}, {"--process", "-p", &inv.Process}} {
+			a := args[i]
+			switch {
+			case a == opt.long || a == opt.short:
+				if i+1 >= len(args) {
+					return inv, errors.New("runc " + inv.Command + ": " + opt.long + " without a value")
+				}
+				i++
+				*opt.dst = args[i]
+			case strings.HasPrefix(a, opt.long+"="):
+				*opt.dst = strings.TrimPrefix(a, opt.long+"=")
 			}
-			i++
-			inv.Bundle = args[i]
-		case len(a) > len("--bundle=") && a[:len("--bundle=")] == "--bundle=":
-			inv.Bundle = a[len("--bundle="):]
-		case a == "--process" || a == "-p":
-			if i+1 >= len(args) {
-				return inv, errors.New("runc " + inv.Command + ": --process without a value")
-			}
-			i++
-			inv.Process = args[i]
-		case len(a) > len("--process=") && a[:len("--process=")] == "--process=":
-			inv.Process = a[len("--process="):]
 		}
 	}
 	if (inv.Command == "create" || inv.Command == "run") && inv.Bundle == "" {
