@@ -17,7 +17,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/contract"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // The control socket lets a person drive a running fleet by hand: the
@@ -65,10 +66,10 @@ func FindControlSocket() (string, error) {
 	case 1:
 		return found[0], nil
 	case 0:
-		return "", &scenarios.InputError{Field: "ControlSocket",
+		return "", &contract.InputError{Field: field.NewPath("ControlSocket"),
 			Reason: "no control socket of a running 'bootproof nodes run' found: start one, or give its socket"}
 	}
-	return "", &scenarios.InputError{Field: "ControlSocket", Reason: fmt.Sprintf("several fleets serve control sockets (%s): give the one to use", strings.Join(found, ", "))}
+	return "", &contract.InputError{Field: field.NewPath("ControlSocket"), Reason: fmt.Sprintf("several fleets serve control sockets (%s): give the one to use", strings.Join(found, ", "))}
 }
 
 // privateDir reports whether dir is a directory (not a link) of mode
@@ -116,10 +117,10 @@ func ListenControl(path string) (*ControlSocket, error) {
 	}
 	if c, err := net.Dial("unix", path); err == nil {
 		c.Close()
-		return nil, &scenarios.InputError{Field: "ControlSocket", Value: path, Reason: "another fleet is serving it: stop it or give another path"}
+		return nil, &contract.InputError{Field: field.NewPath("ControlSocket"), Value: path, Reason: "another fleet is serving it: stop it or give another path"}
 	}
 	if st, err := os.Lstat(path); err == nil && st.Mode().Type() != os.ModeSocket {
-		return nil, &scenarios.InputError{Field: "ControlSocket", Value: path, Reason: "exists and is not a socket: give another path"}
+		return nil, &contract.InputError{Field: field.NewPath("ControlSocket"), Value: path, Reason: "exists and is not a socket: give another path"}
 	}
 	dir, err := os.MkdirTemp(filepath.Dir(path), ".bootproof-nodes-")
 	if err != nil {
@@ -316,7 +317,7 @@ func (c *ControlClient) do(ctx context.Context, method, path string, body []byte
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, &scenarios.InputError{Field: "ControlSocket", Value: c.Path, Err: err, Reason: "is a fleet serving this socket?"}
+		return nil, &contract.InputError{Field: field.NewPath("ControlSocket"), Value: c.Path, Err: err, Reason: "is a fleet serving this socket?"}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)

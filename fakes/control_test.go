@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/contract"
 )
 
 // TestControlSocketPrivate: without a path the socket is made in a new
@@ -82,8 +82,8 @@ func TestControlSocketAtPath(t *testing.T) {
 		t.Fatalf("dial the socket: %v", err)
 	}
 	c.Close()
-	var ie *scenarios.InputError
-	if _, err := ListenControl(path); !errors.As(err, &ie) || ie.Field != "ControlSocket" || !strings.Contains(err.Error(), "another fleet is serving it") {
+	var ie *contract.InputError
+	if _, err := ListenControl(path); !errors.As(err, &ie) || ie.Field.String() != "ControlSocket" || !strings.Contains(err.Error(), "another fleet is serving it") {
 		t.Errorf("second listener on a live socket: %v", err)
 	}
 	s.Close()

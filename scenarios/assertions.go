@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bootproof/bootproof/contract"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -266,14 +267,14 @@ func (c *caseRun) schemaHasBootID(ctx context.Context) (has, known bool) {
 	if c.dyn == nil {
 		return false, false
 	}
-	crd, err := c.dyn.Resource(crdResource).Get(ctx, NMCResource.GroupResource().String(), metav1.GetOptions{})
+	crd, err := c.dyn.Resource(crdResource).Get(ctx, contract.NMCResource.GroupResource().String(), metav1.GetOptions{})
 	if err != nil {
 		return false, false
 	}
 	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
 	for _, v := range versions {
 		m, _ := v.(map[string]any)
-		if name, _, _ := unstructured.NestedString(m, "name"); name != NMCResource.Version {
+		if name, _, _ := unstructured.NestedString(m, "name"); name != contract.NMCResource.Version {
 			continue
 		}
 		status, found, _ := unstructured.NestedMap(m, "schema", "openAPIV3Schema", "properties", "status")

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bootproof/bootproof/contract"
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,7 +37,7 @@ type Engine struct {
 	// Health, when set, watches the cluster: a fault overlapping a case
 	// makes it an error.
 	Health *HealthMonitor
-	// RunID, when set, labels (RunLabel) every object the engine creates
+	// RunID, when set, labels (contract.RunLabel) every object the engine creates
 	// and every node it provisions, so the run can delete them at its end
 	// and a cleanup can find them after a crash.
 	RunID string
@@ -248,14 +249,14 @@ func (c *caseRun) assert(name string, ok bool, msg string) {
 	c.results = append(c.results, AssertionResult{Name: name, OK: ok, Message: msg})
 }
 
-func (c *caseRun) selector() map[string]string { return map[string]string{CaseLabel: c.id} }
+func (c *caseRun) selector() map[string]string { return map[string]string{contract.CaseLabel: c.id} }
 
 // labels are the labels of the objects the case creates: its selector,
 // and the run's label when the engine has a run ID.
 func (c *caseRun) labels() map[string]string {
 	l := c.selector()
 	if c.e.RunID != "" {
-		l[RunLabel] = c.e.RunID
+		l[contract.RunLabel] = c.e.RunID
 	}
 	return l
 }
@@ -389,7 +390,7 @@ func (c *caseRun) teardown() error {
 	}
 	sel := labels.SelectorFromSet(c.selector()).String()
 	if c.dyn != nil {
-		if err := c.dyn.Resource(NMCResource).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: sel}); err != nil && !apierrors.IsNotFound(err) {
+		if err := c.dyn.Resource(contract.NMCResource).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: sel}); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("delete NodeModulesConfigs: %w", err))
 		}
 	}

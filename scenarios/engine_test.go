@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootproof/bootproof/contract"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,8 +69,8 @@ func (s *script) truth(boot string, modules ...string) {
 
 func (s *script) loadPod(uid, action, boot string) {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "kmm-worker-n0-dummy", UID: types.UID(uid),
-		Labels:      map[string]string{WorkerActionLabel: action},
-		Annotations: map[string]string{WorkerConfigAnnotation: "modprobe:\n  moduleName: dummy\n"}},
+		Labels:      map[string]string{contract.WorkerActionLabel: action},
+		Annotations: map[string]string{contract.WorkerConfigAnnotation: "modprobe:\n  moduleName: dummy\n"}},
 		Spec: corev1.PodSpec{NodeName: "n0"},
 		Status: corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{Name: "worker",
 			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: `{"bootID":"` + boot + `","action":"` + action + `"}`}}}}}}
@@ -299,8 +300,8 @@ func TestLateExtraLoadIsWaitedForAndCounted(t *testing.T) {
 	s.node(corev1.ConditionTrue, "a")
 	s.loadPod("1", "Load", "a")
 	pending := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "kmm-worker-n0-dummy", UID: "2",
-		Labels:      map[string]string{WorkerActionLabel: "Load"},
-		Annotations: map[string]string{WorkerConfigAnnotation: "modprobe:\n  moduleName: dummy\n"}},
+		Labels:      map[string]string{contract.WorkerActionLabel: "Load"},
+		Annotations: map[string]string{contract.WorkerConfigAnnotation: "modprobe:\n  moduleName: dummy\n"}},
 		Spec: corev1.PodSpec{NodeName: "n0"}, Status: corev1.PodStatus{Phase: corev1.PodPending}}
 	s.c.obs.onPod(pending)
 	if got := s.c.obs.ActiveWorkers(); len(got) != 1 || !strings.Contains(got[0], "Load dummy, Pending") {

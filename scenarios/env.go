@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 )
 
@@ -164,36 +162,4 @@ type Pauser interface {
 // error, never a verdict.
 type HealthReporter interface {
 	Err() error
-}
-
-// NMCResource is the NodeModulesConfig resource, as upstream KMM and
-// package kmm serve it.
-var NMCResource = schema.GroupVersionResource{Group: "kmm.sigs.x-k8s.io", Version: "v1beta1", Resource: "nodemodulesconfigs"}
-
-// CaseLabel marks every object of one case.
-const CaseLabel = "bootproof.dev/case"
-
-// SimulatedTaintKey is the taint every node the lightweight kubelet
-// runs carries, with both effects NoSchedule and NoExecute, on every
-// cluster: nothing of the cluster's own is scheduled there or stays
-// there. Every NodeModulesConfig entry the engine writes tolerates both
-// effects, so the subject's worker pods run there.
-const SimulatedTaintKey = "bootproof.dev/simulated"
-
-// SimulatedLabel (value "true") marks every Node the lightweight kubelet
-// created; a kubelet takes over an existing Node only when it carries it.
-const SimulatedLabel = "bootproof.dev/simulated"
-
-// RunLabel carries the run ID on every object a bootproof run creates
-// (Nodes, their Leases, namespaces, NodeModulesConfigs, CSRs, RBAC), so
-// the run deletes them at its end and 'bootproof cleanup' finds what a
-// dead run left.
-const RunLabel = "bootproof.dev/run"
-
-// SimulatedTolerations tolerate SimulatedTaintKey with both effects.
-func SimulatedTolerations() []corev1.Toleration {
-	return []corev1.Toleration{
-		{Key: SimulatedTaintKey, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
-		{Key: SimulatedTaintKey, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
-	}
 }

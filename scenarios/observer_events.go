@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bootproof/bootproof/contract"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -101,7 +102,7 @@ func (o *Observer) onPod(obj any) {
 	if !ok || !o.nodes[p.Spec.NodeName] {
 		return
 	}
-	action, isWorker := p.Labels[WorkerActionLabel]
+	action, isWorker := p.Labels[contract.WorkerActionLabel]
 	if !isWorker {
 		return
 	}

@@ -27,7 +27,7 @@ import (
 // identity.
 type Fake struct {
 	Cluster scenarios.Cluster
-	// Taints go on every simulated node besides fakes.SimulatedTaints,
+	// Taints go on every simulated node besides contract.SimulatedTaints,
 	// which every node carries on every cluster.
 	Taints []corev1.Taint
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/harness/backend"
 	"github.com/bootproof/bootproof/harness/cluster"
 	"github.com/bootproof/bootproof/harness/runs"
@@ -33,7 +34,7 @@ func newCleanupCommand(s Streams) *cobra.Command {
 		Use:   "cleanup",
 		Short: "Delete what dead bootproof runs left on a cluster",
 		Long: `Deletes from the cluster of --kubeconfig every object a bootproof run created
-(label ` + scenarios.RunLabel + `=<run ID>: Nodes and their Leases, case
+(label ` + contract.RunLabel + `=<run ID>: Nodes and their Leases, case
 namespaces, NodeModulesConfigs, CSRs, RBAC) whose run is no longer alive, and
 the objects bootproof installed for all runs (label ` + runs.SharedLabel + `=true: the
 NodeModulesConfig CRD and cluster roles, only where bootproof created them)
@@ -123,7 +124,7 @@ func (rc *runContext) startRun(ctx context.Context, cl scenarios.Cluster) (*runs
 	if iss, ok := cluster.IssuerOf(cl).(*cluster.CSRIssuer); ok {
 		iss.Labels = run.Labels()
 	}
-	fmt.Fprintf(rc.s.Err, "run %s: its objects carry label %s=%s\n", run.ID, scenarios.RunLabel, run.ID)
+	fmt.Fprintf(rc.s.Err, "run %s: its objects carry label %s=%s\n", run.ID, contract.RunLabel, run.ID)
 	rc.defer_(finishRunOnExit(rc.s.Err, run))
 	return run, nil
 }

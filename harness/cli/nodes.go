@@ -10,10 +10,10 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/fakes"
 	"github.com/bootproof/bootproof/harness/cluster"
 	"github.com/bootproof/bootproof/harness/runs"
-	"github.com/bootproof/bootproof/scenarios"
 )
 
 func newNodesCommand(s Streams) *cobra.Command {
@@ -94,7 +94,7 @@ func nodesRun(ctx context.Context, s Streams, o nodesRunOptions) error {
 	}
 	sock, err := fakes.ListenControl(o.socket)
 	if err != nil {
-		var ie *scenarios.InputError
+		var ie *contract.InputError
 		if errors.As(err, &ie) {
 			return withCode(ExitUsage, err)
 		}

@@ -299,7 +299,7 @@ func (rc *runContext) startCluster(ctx context.Context) (scenarios.Cluster, []co
 			return nil, nil, withCode(ExitInfra, err)
 		}
 		rc.defer_(func() { _ = k.Stop(rc.failed) })
-		return k, nil, nil // fakes.SimulatedTaints keep kind's own pods off the simulated nodes
+		return k, nil, nil // contract.SimulatedTaints keep kind's own pods off the simulated nodes
 	}
 }
 

@@ -11,13 +11,14 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 	"sigs.k8s.io/yaml"
 
+	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/harness/shutdown"
-	"github.com/bootproof/bootproof/scenarios"
 )
 
 // DefaultKindImage is the kind node image bootproof pins: Kubernetes
@@ -191,10 +192,10 @@ func StartKind(ctx context.Context, cfg KindConfig) (_ *Kind, retErr error) {
 	switch {
 	case cfg.Reuse:
 		if !slices.Contains(existing, cfg.Name) {
-			return nil, &scenarios.InputError{Field: "KindCluster", Value: cfg.Name, Reason: fmt.Sprintf("no such kind cluster (have %v)", existing)}
+			return nil, &contract.InputError{Field: field.NewPath("KindCluster"), Value: cfg.Name, Reason: fmt.Sprintf("no such kind cluster (have %v)", existing)}
 		}
 	case slices.Contains(existing, cfg.Name):
-		return nil, &scenarios.InputError{Field: "KindCluster", Reason: fmt.Sprintf("a kind cluster named %s exists already: reuse it (give its name here) or delete it with 'kind delete cluster --name %s'", cfg.Name, cfg.Name)}
+		return nil, &contract.InputError{Field: field.NewPath("KindCluster"), Reason: fmt.Sprintf("a kind cluster named %s exists already: reuse it (give its name here) or delete it with 'kind delete cluster --name %s'", cfg.Name, cfg.Name)}
 	default:
 		raw, err := KindClusterConfig(cfg)
 		if err != nil {

@@ -31,7 +31,7 @@ type Config struct {
 	// MaxNodes caps scenario node counts (0: none).
 	MaxNodes int
 	Progress Progress
-	// RunID labels everything the cases create (scenarios.RunLabel); see
+	// RunID labels everything the cases create (contract.RunLabel); see
 	// package harness/runs.
 	RunID string
 }
