@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/bootproof/bootproof/nodeapi"
 )
 
 // actionSpec is one kind of action, in one place: the parameters a
@@ -50,7 +52,7 @@ func nodeActions() map[ActionKind]actionSpec {
 					return "downtime is required, e.g. 0.5g or 3s"
 				}
 				if !a.Mode.Valid() {
-					return fmt.Sprintf("mode %q: accepted: %s", a.Mode, JoinRebootModes(AllRebootModes()))
+					return fmt.Sprintf("mode %q: accepted: %s", a.Mode, nodeapi.JoinRebootModes(nodeapi.AllRebootModes()))
 				}
 				return ""
 			},
@@ -60,20 +62,20 @@ func nodeActions() map[ActionKind]actionSpec {
 		ActRestartKubelet: {
 			fields:    []string{"on", "downtime", "stagger"},
 			check:     required("downtime", func(a Action) Duration { return a.Downtime }),
-			nodeNeeds: needNodes[KubeletRestarter]("restart a kubelet without a reboot"),
-			run:       disrupt("restart-kubelet", func(a Action) Duration { return a.Downtime }, KubeletRestarter.RestartKubelet),
+			nodeNeeds: needNodes[nodeapi.KubeletRestarter]("restart a kubelet without a reboot"),
+			run:       disrupt("restart-kubelet", func(a Action) Duration { return a.Downtime }, nodeapi.KubeletRestarter.RestartKubelet),
 		},
 		ActNetworkBlip: {
 			fields:    []string{"on", "duration", "stagger"},
 			check:     required("duration", func(a Action) Duration { return a.Duration }),
-			nodeNeeds: needNodes[NetworkBlipper]("cut a node off the network"),
-			run:       disrupt("network-blip", func(a Action) Duration { return a.Duration }, NetworkBlipper.NetworkBlip),
+			nodeNeeds: needNodes[nodeapi.NetworkBlipper]("cut a node off the network"),
+			run:       disrupt("network-blip", func(a Action) Duration { return a.Duration }, nodeapi.NetworkBlipper.NetworkBlip),
 		},
 		ActPauseNode: {
 			fields:    []string{"on", "duration", "stagger"},
 			check:     required("duration", func(a Action) Duration { return a.Duration }),
-			nodeNeeds: needNodes[NodePauser]("pause a node"),
-			run:       disrupt("pause-node", func(a Action) Duration { return a.Duration }, NodePauser.PauseNode),
+			nodeNeeds: needNodes[nodeapi.NodePauser]("pause a node"),
+			run:       disrupt("pause-node", func(a Action) Duration { return a.Duration }, nodeapi.NodePauser.PauseNode),
 		},
 	}
 }
@@ -137,15 +139,6 @@ func timelineActions() map[ActionKind]actionSpec {
 	}
 }
 
-// JoinRebootModes lists modes as "reset, guest".
-func JoinRebootModes(ms []RebootMode) string {
-	s := make([]string, len(ms))
-	for i, m := range ms {
-		s[i] = string(m)
-	}
-	return strings.Join(s, ", ")
-}
-
 // required checks that a duration parameter is set.
 func required(field string, get func(Action) Duration) func(*Scenario, Action) string {
 	return func(_ *Scenario, a Action) string {
@@ -201,17 +194,15 @@ func (c *caseRun) timeout(a Action) time.Duration {
 }
 
 // canReboot skips a case whose node set cannot reboot in the action's
-// mode or refuses the request (RebootChecker).
+// mode (nodeapi.CheckMode: only the modes it lists) or refuses the
+// request (nodeapi.RebootChecker).
 func (c *caseRun) canReboot(a Action) error {
 	be := c.e.Backend.Name()
 	req := c.rebootRequest(a)
-	if req.Mode != RebootReset {
-		rm, ok := c.nodes.(RebootModes)
-		if !ok || !slices.Contains(rm.RebootModes(), req.Mode) {
-			return &skipError{fmt.Sprintf("backend %s cannot reboot in mode %s", be, req.Mode)}
-		}
+	if err := nodeapi.CheckMode(c.nodes, req.Mode); err != nil {
+		return &skipError{fmt.Sprintf("backend %s %v", be, err)}
 	}
-	if rc, ok := c.nodes.(RebootChecker); ok {
+	if rc, ok := c.nodes.(nodeapi.RebootChecker); ok {
 		if err := rc.CheckReboot(req); err != nil {
 			return &skipError{fmt.Sprintf("backend %s: %v", be, err)}
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bootproof/bootproof/contract"
+	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,7 +25,7 @@ import (
 // Engine runs scenarios against a cluster, a node backend and a subject.
 type Engine struct {
 	Cluster   Cluster
-	Backend   NodeBackend
+	Backend   nodeapi.NodeBackend
 	ReadTruth TruthReader
 	// MaxNodes caps a scenario's node count (0: no cap), e.g. to run
 	// reboot-storm smaller in tests.
@@ -58,7 +59,7 @@ type disruption struct {
 	start     time.Time
 	end       time.Time
 	downtime  time.Duration
-	outcome   RebootOutcome
+	outcome   nodeapi.RebootOutcome
 	completed bool
 }
 
@@ -74,7 +75,7 @@ type caseRun struct {
 	cs     kubernetes.Interface
 	dyn    dynamic.Interface
 	obs    *Observer
-	nodes  NodeSet
+	nodes  nodeapi.NodeSet
 	inst   SubjectInstance
 	start  time.Time
 	baseAt time.Time // every node Ready and publishing: precondition window opens
@@ -307,6 +308,29 @@ func (c *caseRun) checkNodeCapabilities() error {
 	return c.checkNeeds(func(s actionSpec) func(*caseRun, Action) error { return s.nodeNeeds })
 }
 
+// NodeSkipReason says why a case of s cannot run on the node set ns of
+// the backend named backend, or "" when it can: an action needs a
+// capability ns lacks, or ns refuses a reboot the timeline asks for (a
+// reboot mode it does not list). It is the engine's own check: a case
+// is skipped with this reason once its nodes are provisioned. grace
+// resolves durations given in g.
+func NodeSkipReason(s *Scenario, backend string, ns nodeapi.NodeSet, grace time.Duration) string {
+	c := &caseRun{e: &Engine{Backend: backendName(backend)}, s: s, nodes: ns, grace: grace}
+	var skip *skipError
+	if err := c.checkNodeCapabilities(); errors.As(err, &skip) {
+		return skip.reason
+	}
+	return ""
+}
+
+// backendName is a NodeBackend that only has a name (NodeSkipReason).
+type backendName string
+
+func (b backendName) Name() string { return string(b) }
+func (b backendName) Provision(context.Context, nodeapi.ProvisionRequest) (nodeapi.NodeSet, error) {
+	return nil, errors.New("backend " + string(b) + " provisions nothing here")
+}
+
 func (c *caseRun) checkNeeds(which func(actionSpec) func(*caseRun, Action) error) error {
 	for _, a := range c.s.Actions {
 		if needs := which(actionTable[a.Kind]); needs != nil {
@@ -319,12 +343,12 @@ func (c *caseRun) checkNeeds(which func(actionSpec) func(*caseRun, Action) error
 }
 
 // rebootRequest resolves a reboot action against the grace period.
-func (c *caseRun) rebootRequest(a Action) RebootRequest {
+func (c *caseRun) rebootRequest(a Action) nodeapi.RebootRequest {
 	mode := a.Mode
 	if mode == "" {
-		mode = RebootReset
+		mode = nodeapi.RebootReset
 	}
-	return RebootRequest{Mode: mode, Downtime: a.Downtime.Resolve(c.grace), NotReadyFor: a.Startup.NotReadyFor.Resolve(c.grace),
+	return nodeapi.RebootRequest{Mode: mode, Downtime: a.Downtime.Resolve(c.grace), NotReadyFor: a.Startup.NotReadyFor.Resolve(c.grace),
 		KernelVersion: a.KernelVersion}
 }
 

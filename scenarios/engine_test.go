@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bootproof/bootproof/contract"
+	"github.com/bootproof/bootproof/nodeapi"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -236,15 +237,17 @@ func TestJudge(t *testing.T) {
 // Node sets of various capabilities for TestCheckNodeCapabilities.
 type bareNodes struct{}
 
-func (bareNodes) Reboot(context.Context, string, RebootRequest) (RebootOutcome, error) {
-	return RebootOutcome{}, nil
+func (bareNodes) Reboot(context.Context, string, nodeapi.RebootRequest) (nodeapi.RebootOutcome, error) {
+	return nodeapi.RebootOutcome{}, nil
 }
 func (bareNodes) Close() error { return nil }
 
 type vmLikeNodes struct{ bareNodes }
 
-func (vmLikeNodes) RebootModes() []RebootMode { return []RebootMode{RebootReset, RebootPanic} }
-func (vmLikeNodes) CheckReboot(r RebootRequest) error {
+func (vmLikeNodes) RebootModes() []nodeapi.RebootMode {
+	return []nodeapi.RebootMode{nodeapi.RebootReset, nodeapi.RebootPanic}
+}
+func (vmLikeNodes) CheckReboot(r nodeapi.RebootRequest) error {
 	if r.KernelVersion != "" {
 		return errors.New("booting another kernel version is not supported")
 	}
@@ -255,14 +258,14 @@ func (vmLikeNodes) PauseNode(context.Context, string, time.Duration) error { ret
 func TestCheckNodeCapabilities(t *testing.T) {
 	tests := []struct {
 		name   string
-		nodes  NodeSet
+		nodes  nodeapi.NodeSet
 		action Action
 		skip   string // "" = runs
 	}{
 		{"reset on any backend", bareNodes{}, Action{Kind: ActReboot}, ""},
-		{"mode without RebootModes", bareNodes{}, Action{Kind: ActReboot, Mode: "panic"}, "backend b cannot reboot in mode panic"},
+		{"mode without RebootModes", bareNodes{}, Action{Kind: ActReboot, Mode: "panic"}, "backend b cannot reboot in mode panic (implemented: reset)"},
 		{"mode supported", vmLikeNodes{}, Action{Kind: ActReboot, Mode: "panic"}, ""},
-		{"mode not listed", vmLikeNodes{}, Action{Kind: ActReboot, Mode: "guest"}, "backend b cannot reboot in mode guest"},
+		{"mode not listed", vmLikeNodes{}, Action{Kind: ActReboot, Mode: "guest"}, "backend b cannot reboot in mode guest (implemented: reset, panic)"},
 		{"checker refuses", vmLikeNodes{}, Action{Kind: ActReboot, KernelVersion: "6.2"}, "backend b: booting another kernel version is not supported"},
 		{"no pause", bareNodes{}, Action{Kind: ActPauseNode}, "backend b cannot pause a node"},
 		{"pause", vmLikeNodes{}, Action{Kind: ActPauseNode}, ""},
@@ -288,7 +291,7 @@ func TestCheckNodeCapabilities(t *testing.T) {
 type namedBackend string
 
 func (b namedBackend) Name() string { return string(b) }
-func (b namedBackend) Provision(context.Context, ProvisionRequest) (NodeSet, error) {
+func (b namedBackend) Provision(context.Context, nodeapi.ProvisionRequest) (nodeapi.NodeSet, error) {
 	return nil, errors.New("not provisioning")
 }
 
@@ -470,7 +473,7 @@ func TestUnplannedReboot(t *testing.T) {
 	now := time.Now()
 	// A planned reboot a -> b ...
 	s.c.disrupted = []*disruption{{kind: "reboot", node: "n0", start: now, end: now.Add(time.Second), completed: true,
-		outcome: RebootOutcome{OldBootID: "a", NewBootID: "b"}}}
+		outcome: nodeapi.RebootOutcome{OldBootID: "a", NewBootID: "b"}}}
 	s.truth("b")
 	s.node(corev1.ConditionTrue, "b")
 	s.truth("b", "dummy")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/bootproof/bootproof/nodeapi"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -65,7 +66,7 @@ type Action struct {
 	// On targets nodes: "all" (default), an index "0", or a list "0,2".
 	On Target
 	// Mode is the reboot mode (reset, guest, panic, power-cycle); default reset.
-	Mode RebootMode
+	Mode nodeapi.RebootMode
 	// Downtime of a reboot, kubelet restart or subject restart.
 	Downtime Duration
 	// Startup: "ready" or "blip:<duration>".

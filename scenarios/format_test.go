@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bootproof/bootproof/nodeapi"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -146,9 +148,9 @@ func TestCatalog(t *testing.T) {
 		for _, a := range s.Actions {
 			switch {
 			case a.Kind == ActReboot && s.Precondition == "fast" && s.Expect["legacy"].Outcome == Fail:
-				covered["fast "+string(cmp.Or(a.Mode, RebootReset))] = true
+				covered["fast "+string(cmp.Or(a.Mode, nodeapi.RebootReset))] = true
 			case a.Kind == ActReboot && s.Precondition == "slow":
-				covered["slow "+string(cmp.Or(a.Mode, RebootReset))] = true
+				covered["slow "+string(cmp.Or(a.Mode, nodeapi.RebootReset))] = true
 			case a.Kind == ActPauseNode:
 				covered["pause"] = true
 			}

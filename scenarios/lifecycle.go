@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/bootproof/bootproof/nodeapi"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
@@ -85,7 +86,7 @@ func (c *caseRun) setup(ctx context.Context) (SubjectRequest, error) {
 // boot its kernel is in.
 func (c *caseRun) provision(ctx context.Context) error {
 	var err error
-	c.nodes, err = c.e.Backend.Provision(ctx, ProvisionRequest{Names: c.names, Labels: c.labels(), Timing: c.s.Timing,
+	c.nodes, err = c.e.Backend.Provision(ctx, nodeapi.ProvisionRequest{Names: c.names, Labels: c.labels(), Timing: c.s.Timing,
 		PodLatency: c.s.PodLatency.Resolve(c.grace)})
 	if err != nil {
 		return infra("provision %d %s nodes: %w", len(c.names), c.e.Backend.Name(), err)

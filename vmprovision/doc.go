@@ -27,7 +27,7 @@
 //   - DomainXML renders a node's libvirt domain (direct kernel boot, TCG
 //     or KVM, serial console to a file, a user-mode virtio NIC with the
 //     agent's control port forwarded to 127.0.0.1). Backend and NodeSet
-//     implement scenarios.NodeBackend and scenarios.NodeSet over a
+//     implement nodeapi.NodeBackend and nodeapi.NodeSet over a
 //     Hypervisor; the libvirt Hypervisor (ConnectLibvirt, cgo) is behind
 //     the libvirt build tag so the rest builds without libvirt headers.
 //     A reboot's downtime is the whole time the node is down: the domain

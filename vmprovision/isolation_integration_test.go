@@ -15,7 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/vmprovision"
 	"github.com/bootproof/bootproof/vmprovision/agentapi"
 )
@@ -36,7 +36,7 @@ func TestVMIsolation(t *testing.T) {
 	fx := newVMFixture(ctx, t)
 	b, _ := fx.libvirtBackend(t, "iso")
 	start := time.Now()
-	set, err := b.Provision(ctx, scenarios.ProvisionRequest{Names: []string{"vm-0", "vm-1"}, Timing: "fast"})
+	set, err := b.Provision(ctx, nodeapi.ProvisionRequest{Names: []string{"vm-0", "vm-1"}, Timing: "fast"})
 	if err != nil {
 		t.Fatal(err)
 	}

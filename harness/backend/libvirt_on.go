@@ -18,6 +18,7 @@ import (
 	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/harness/cluster"
 	"github.com/bootproof/bootproof/harness/shutdown"
+	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/scenarios"
 	"github.com/bootproof/bootproof/vmprovision"
 )
@@ -39,7 +40,7 @@ type Libvirt struct {
 	KernelVersion string
 }
 
-var _ scenarios.NodeBackend = (*Libvirt)(nil)
+var _ nodeapi.NodeBackend = (*Libvirt)(nil)
 
 // StartLibvirt prepares the VM backend for cl: nodes act as
 // system:node:<name> with credentials the cluster issues and reach its

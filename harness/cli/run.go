@@ -21,6 +21,7 @@ import (
 	"github.com/bootproof/bootproof/harness/controlplane"
 	"github.com/bootproof/bootproof/harness/runner"
 	"github.com/bootproof/bootproof/harness/subject"
+	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/reports"
 	"github.com/bootproof/bootproof/scenarios"
 )
@@ -305,7 +306,7 @@ func (rc *runContext) startCluster(ctx context.Context) (scenarios.Cluster, []co
 
 // startNodes returns the node backend --nodes names; VM nodes are
 // prepared here (kernel, image, accelerator) and recorded in env.
-func (rc *runContext) startNodes(ctx context.Context, cl scenarios.Cluster, taints []corev1.Taint, dir string, env map[string]string) (scenarios.NodeBackend, error) {
+func (rc *runContext) startNodes(ctx context.Context, cl scenarios.Cluster, taints []corev1.Taint, dir string, env map[string]string) (nodeapi.NodeBackend, error) {
 	if rc.o.nodes != "libvirt" {
 		return &backend.Fake{Cluster: cl, Taints: taints}, nil
 	}

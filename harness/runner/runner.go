@@ -11,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 
 	"github.com/bootproof/bootproof/fakes"
+	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/scenarios"
 )
 
@@ -23,7 +24,7 @@ type Progress interface {
 // Config is one run.
 type Config struct {
 	Cluster   scenarios.Cluster
-	Backend   scenarios.NodeBackend
+	Backend   nodeapi.NodeBackend
 	Subjects  []scenarios.Subject
 	Scenarios []*scenarios.Scenario
 	// Parallel is how many cases run at once; default 1.

@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/bootproof/bootproof/fakes"
-	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/vmprovision"
 	"github.com/bootproof/bootproof/vmprovision/agentapi"
 )
@@ -177,7 +177,7 @@ func TestHostGuestContract(t *testing.T) {
 		},
 	}
 	ctx := context.Background()
-	set, err := b.Provision(ctx, scenarios.ProvisionRequest{Names: []string{"vm-0"}, Timing: "fast"})
+	set, err := b.Provision(ctx, nodeapi.ProvisionRequest{Names: []string{"vm-0"}, Timing: "fast"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,9 +221,9 @@ func TestHostGuestContract(t *testing.T) {
 		t.Errorf("guest took %v, want %v", got, want)
 	}
 
-	for _, mode := range []scenarios.RebootMode{vmprovision.RebootGuest, vmprovision.RebootPanic} {
+	for _, mode := range []nodeapi.RebootMode{vmprovision.RebootGuest, vmprovision.RebootPanic} {
 		before := g.k.Boots()
-		out, err := ns.Reboot(ctx, "vm-0", scenarios.RebootRequest{Mode: mode})
+		out, err := ns.Reboot(ctx, "vm-0", nodeapi.RebootRequest{Mode: mode})
 		if err != nil {
 			t.Fatalf("reboot %s: %v", mode, err)
 		}
