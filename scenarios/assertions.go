@@ -38,6 +38,12 @@ type caseFacts struct {
 	spec map[string][]Module
 	// baseBoot is each node's boot at baseAt.
 	baseBoot map[string]string
+	// subjectAt is when the subject started; firstLoad is the case's
+	// measured first load (0: not measured).
+	subjectAt time.Time
+	firstLoad time.Duration
+	// waits is every wait of the case so far, in order.
+	waits []caseWait
 }
 
 // facts copies the case's facts, with now as the end of the window.
@@ -46,7 +52,8 @@ func (c *caseRun) facts(now time.Time) caseFacts {
 	defer c.mu.Unlock()
 	f := caseFacts{claim: c.s.Precondition, labels: slices.Clone(c.s.Labels), declared: slices.Clone(c.s.Modules),
 		names: slices.Clone(c.names), start: c.start, baseAt: c.baseAt, now: now, grace: c.grace,
-		spec: make(map[string][]Module, len(c.spec)), baseBoot: maps.Clone(c.baseBoot)}
+		spec: make(map[string][]Module, len(c.spec)), baseBoot: maps.Clone(c.baseBoot),
+		subjectAt: c.subjectAt, firstLoad: c.firstLoad, waits: slices.Clone(c.waits)}
 	for _, d := range c.disrupted {
 		f.disrupted = append(f.disrupted, *d)
 	}
@@ -197,6 +204,11 @@ func inconsistencies(n string, sn NodeSnapshot, spec, declared []Module, bootOK 
 // checkPrecondition judges the precondition on what was seen so far.
 func (c *caseRun) checkPrecondition() {
 	c.results = append(c.results, judgePrecondition(c.facts(time.Now()), c.obs.Record()))
+}
+
+// checkReload judges every wait of the case (judgeReload).
+func (c *caseRun) checkReload() {
+	c.results = append(c.results, judgeReload(c.facts(time.Now()), c.obs.Record()))
 }
 
 // checkExtraWork judges the loads seen so far.

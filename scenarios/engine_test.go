@@ -175,20 +175,27 @@ func TestReloadFailsWithLastState(t *testing.T) {
 	s.node(corev1.ConditionTrue, "b")
 	s.truth("b")
 	s.loadPod("1", "Load", "a")
-	err := s.c.waitReloaded(context.Background(), []string{"n0"}, 300*time.Millisecond)
+	err := s.c.waitReloaded(context.Background(), "wait-reloaded at line 9", []string{"n0"}, 300*time.Millisecond)
 	if !errors.Is(err, errAborted) {
 		t.Fatalf("waitReloaded = %v, want the timeline aborted", err)
 	}
+	s.c.checkReload()
 	r := s.result(AssertReload)
-	for _, want := range []string{"module dummy not loaded in boot b of node n0", "Ready=True", "ground truth: boot=b modules=[]", "kmm-worker-n0-dummy(Load dummy Succeeded)"} {
+	for _, want := range []string{"1 module(s) not reloaded within 300ms (its full timeout: no first load measured yet) in wait-reloaded at line 9",
+		"module dummy not loaded in boot b of node n0", "Ready=True", "ground truth: boot=b modules=[]", "kmm-worker-n0-dummy(Load dummy Succeeded)"} {
 		wantFail(t, r, want)
 	}
 
 	ok := newScript(t, "fast")
 	ok.node(corev1.ConditionTrue, "b")
 	ok.truth("b", "dummy")
-	if err := ok.c.waitReloaded(context.Background(), []string{"n0"}, time.Second); err != nil {
+	if err := ok.c.waitReloaded(context.Background(), "wait-reloaded", []string{"n0"}, time.Second); err != nil {
 		t.Errorf("module loaded in the current boot: %v", err)
+	}
+	// A reload wait that holds is recorded, and the assertion says so.
+	ok.c.checkReload()
+	if r := ok.result(AssertReload); !r.OK || !strings.Contains(r.Message, "every module loaded in each node's current boot in 1 wait(s)") {
+		t.Errorf("reload = %+v, want a passing assertion", r)
 	}
 }
 
@@ -393,7 +400,7 @@ func TestSubjectExitEndsTheCase(t *testing.T) {
 	s.node(corev1.ConditionTrue, "b")
 	s.truth("b")
 	start := time.Now()
-	err := s.c.waitReloaded(context.Background(), []string{"n0"}, 30*time.Second)
+	err := s.c.waitReloaded(context.Background(), "wait-reloaded", []string{"n0"}, 30*time.Second)
 	if time.Since(start) > 10*time.Second {
 		t.Errorf("waited %s for a subject that had exited", time.Since(start))
 	}
@@ -495,7 +502,8 @@ func TestUnplannedReboot(t *testing.T) {
 		t.Errorf("verdict %s: %s", verdict, msg)
 	}
 	// The current boot is the unplanned one: reload is judged there.
-	if got := s.c.currentBoot("n0", s.c.obs.Snapshot("n0")); got != "c" {
+	later := time.Now().Add(2 * time.Second) // after the planned reboot's end
+	if got := wantBoot(s.c.facts(later), s.c.obs.NodeRecord("n0"), "n0", later); got != "c" {
 		t.Errorf("current boot %q, want c", got)
 	}
 	// Outside a no-reboot control it is reported, not an error.

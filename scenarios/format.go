@@ -29,6 +29,10 @@ type Scenario struct {
 	Precondition string `yaml:"precondition"`
 	// Deadline bounds every wait-reloaded; default 30s.
 	Deadline Duration `yaml:"deadline"`
+	// ReloadBound cuts the reload waits once the case's first load was
+	// measured, the same for every subject; default {firstLoadTimes: 10,
+	// atLeast: 5s}.
+	ReloadBound ReloadBound `yaml:"reloadBound"`
 	// Expect is the outcome each subject should get: pass, fail, or
 	// fail through named assertions (fail:reload).
 	Expect map[string]Expectation `yaml:"expect"`

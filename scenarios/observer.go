@@ -49,6 +49,7 @@ type StatusEntry struct {
 type podObs struct {
 	name, node, action, moduleName string
 	created                        time.Time
+	runningAt, succeededAt         time.Time // first seen so (zero: never)
 	phase                          corev1.PodPhase
 	running, succeeded, deleted    bool
 	loadBoot                       string // boot the action ran in
@@ -76,6 +77,7 @@ type nodeObs struct {
 	spec          []StatusEntry
 	lastModule    map[string]time.Time // first observation of module loaded, per boot+module
 	truthBootSeen map[string]time.Time // when each boot ID was first in the ground truth
+	truths        []TruthSeen          // every ground truth, in the order seen
 }
 
 // Observer watches one case's Nodes, Leases, worker pods and
