@@ -12,12 +12,12 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/bootproof/bootproof/contract"
+	"github.com/bootproof/bootproof/ownership"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -39,11 +39,11 @@ func DefaultControlSocket() string {
 	return ""
 }
 
-// controlDirPattern names the private directories ListenControl makes
-// under os.TempDir() when no path is given: bootproof-nodes-<pid>-<random>,
-// the form harness/shutdown's sweep knows, so the directory of a fleet
-// that was killed is removed by the next run or 'bootproof cleanup'.
-func controlDirPattern() string { return "bootproof-nodes-" + strconv.Itoa(os.Getpid()) + "-" }
+// controlDirKind is the kind of the private directories ListenControl
+// makes when no path is given (ownership.TempDir: bootproof-nodes-<pid>-
+// <random>), so the directory of a fleet that was killed is removed by
+// the next run or 'bootproof cleanup' (ownership.SweepTempDirs).
+const controlDirKind = "nodes"
 
 // controlSocketName is the socket's name in such a directory.
 const controlSocketName = "control.sock"
@@ -55,7 +55,7 @@ func FindControlSocket() (string, error) {
 	if p := DefaultControlSocket(); p != "" {
 		return p, nil
 	}
-	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), "bootproof-nodes-*", controlSocketName))
+	matches, _ := filepath.Glob(filepath.Join(ownership.TempDirGlob(controlDirKind), controlSocketName))
 	var found []string
 	for _, m := range matches {
 		if privateDir(filepath.Dir(m)) {
@@ -103,7 +103,7 @@ type ControlSocket struct {
 // that is not a socket is refused; a stale socket is replaced.
 func ListenControl(path string) (*ControlSocket, error) {
 	if path == "" {
-		dir, err := os.MkdirTemp(os.TempDir(), controlDirPattern())
+		dir, err := ownership.TempDir(controlDirKind)
 		if err != nil {
 			return nil, fmt.Errorf("control socket: %w", err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/bootproof/bootproof/harness/cluster"
 	"github.com/bootproof/bootproof/harness/runs"
 	"github.com/bootproof/bootproof/harness/shutdown"
+	"github.com/bootproof/bootproof/ownership"
 	"github.com/bootproof/bootproof/scenarios"
 )
 
@@ -93,7 +94,7 @@ func cleanup(ctx context.Context, s Streams, o cleanupOptions) error {
 // directories, kind clusters and (with --libvirt-uri) libvirt domains.
 func cleanupLocal(ctx context.Context, s Streams, o cleanupOptions, verb string) error {
 	var errs []error
-	dirs, err := shutdown.SweepTempDirs("", o.dryRun)
+	dirs, err := ownership.SweepTempDirs("", o.dryRun)
 	errs = append(errs, err)
 	for _, d := range dirs {
 		fmt.Fprintf(s.Out, "%s directory %s\n", verb, d)

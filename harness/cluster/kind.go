@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/bootproof/bootproof/contract"
-	"github.com/bootproof/bootproof/harness/shutdown"
+	"github.com/bootproof/bootproof/ownership"
 )
 
 // DefaultKindImage is the kind node image bootproof pins: Kubernetes
@@ -172,8 +172,8 @@ func StartKind(ctx context.Context, cfg KindConfig) (_ *Kind, retErr error) {
 	}
 	provider := kindcluster.NewProvider()
 	// The kubeconfig's directory is named for this process: swept if it
-	// is killed (shutdown.SweepTempDirs), as is the cluster (SweepKind).
-	dir, err := shutdown.TempDir("kind")
+	// is killed (ownership.SweepTempDirs), as is the cluster (SweepKind).
+	dir, err := ownership.TempDir("kind")
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +258,7 @@ func (k *Kind) Stop(failed bool) error {
 // bootproof-<pid>-<start ticks>, so SweepKind can tell when its run is
 // gone.
 func KindOwnedName() string {
-	o := shutdown.Self()
+	o := ownership.Self()
 	return fmt.Sprintf("bootproof-%d-%d", o.PID, o.Start)
 }
 
@@ -286,7 +286,7 @@ func SweepKind(p KindClusters, dryRun bool) ([]string, error) {
 		if m == nil {
 			continue
 		}
-		o, err := shutdown.ParseOwner(m[1] + "/" + m[2])
+		o, err := ownership.ParseOwner(m[1] + "/" + m[2])
 		if err != nil || o.Alive() {
 			continue
 		}
