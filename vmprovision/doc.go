@@ -6,16 +6,14 @@
 //
 // The pieces:
 //
-//   - RealKernel implements fakes.Kernel over the running Linux kernel:
-//     the boot ID from /proc/sys/kernel/random/boot_id, the release from
-//     uname(2), modprobe-like Load (modules.dep order, dependencies first,
-//     finit_module(2), MODULE_INIT_COMPRESSED_FILE for .ko.xz/.zst/.gz,
-//     EEXIST is success) and Unload (delete_module(2)), the loaded set
-//     from /proc/modules. Its root is injectable for tests.
-//   - AgentConfig is the guest agent's configuration (node name, API
-//     server as the guest reaches it, PEM credentials, timing, network);
-//     the agent itself is package vmprovision/agent and
-//     cmd/bootproof-agent.
+//   - Package vmprovision/guest holds what the guest runs, so that the
+//     agent (package vmprovision/agent, cmd/bootproof-agent) links none
+//     of the host's side (image builder, libvirt XML, the engine):
+//     guest.RealKernel implements fakes.Kernel over the running Linux
+//     kernel, and guest.AgentConfig is the agent's configuration (node
+//     name, API server as the guest reaches it, PEM credentials, timing,
+//     guest.Network). The host resolves an image's modules with the same
+//     code (guest.TreeKernel).
 //   - FetchDebianKernel downloads the kernel behind linux-image-amd64 with
 //     apt-get into a cache directory, unpacks it with dpkg-deb and runs
 //     depmod -b. PlanImage/BuildImage build the main initramfs in Go

@@ -18,6 +18,7 @@ import (
 	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/vmprovision"
 	"github.com/bootproof/bootproof/vmprovision/agentapi"
+	"github.com/bootproof/bootproof/vmprovision/guest"
 )
 
 // TestVMIsolation boots two libvirt VM nodes (TCG) and shows from inside
@@ -111,7 +112,7 @@ func TestVMIsolation(t *testing.T) {
 	// own agent.
 	for what, addr := range map[string]string{
 		"api server forward": net.JoinHostPort(vmprovision.GuestAPIServerAddress, strconv.Itoa(vmprovision.GuestAPIServerPort)),
-		"own agent":          "127.0.0.1:" + strconv.Itoa(vmprovision.DefaultAgentControlPort),
+		"own agent":          "127.0.0.1:" + strconv.Itoa(guest.DefaultAgentControlPort),
 	} {
 		if d := dial(what, addr); !d.Connected {
 			t.Errorf("vm-0 cannot reach its %s %s: %s", what, addr, d.Error)

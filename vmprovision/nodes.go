@@ -20,6 +20,7 @@ import (
 
 	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/vmprovision/agentapi"
+	"github.com/bootproof/bootproof/vmprovision/guest"
 )
 
 // Domain is one VM as the hypervisor manages it.
@@ -228,7 +229,7 @@ func (b *Backend) defineNode(name string, req nodeapi.ProvisionRequest, g guestN
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", name, err)
 	}
-	cfg := AgentConfig{NodeName: name, APIServer: g.url, TLSServerName: g.serverName, Timing: req.Timing, Labels: req.Labels,
+	cfg := guest.AgentConfig{NodeName: name, APIServer: g.url, TLSServerName: g.serverName, Timing: req.Timing, Labels: req.Labels,
 		CAData: string(rc.CAData), CertData: string(rc.CertData), KeyData: string(rc.KeyData), ControlSecret: secret}
 	initrd := filepath.Join(b.Dir, name+".initrd")
 	if err := WriteBootInitramfs(initrd, b.Image, cfg); err != nil {

@@ -134,10 +134,7 @@ func TestNodeSetRebootModes(t *testing.T) {
 		t.Fatal(err)
 	}
 	hv := &fakeHypervisor{t: t, domains: map[string]*fakeDomain{}}
-	cfg, err := DecodeAgentConfig(strings.NewReader(agentJSON(t, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := testAgentConfig(t)
 	b := &Backend{
 		Hypervisor: hv, Image: img, APIServer: "https://127.0.0.1:6443", Forwarder: "/usr/bin/socat", RunID: "r1", Dir: t.TempDir(), BootTimeout: 10 * time.Second,
 		BootEstimate: 20 * time.Millisecond,

@@ -25,6 +25,7 @@ import (
 	"github.com/bootproof/bootproof/harness/controlplane"
 	"github.com/bootproof/bootproof/vmprovision"
 	"github.com/bootproof/bootproof/vmprovision/agentapi"
+	"github.com/bootproof/bootproof/vmprovision/guest"
 )
 
 // vmTestEnv gates the tests that boot a real VM.
@@ -225,7 +226,7 @@ func newVMFixture(ctx context.Context, t *testing.T) *vmFixture {
 	return fx
 }
 
-func (fx *vmFixture) agentConfig(t *testing.T, node string) vmprovision.AgentConfig {
+func (fx *vmFixture) agentConfig(t *testing.T, node string) guest.AgentConfig {
 	t.Helper()
 	creds, err := fx.cp.NodeCredentials(node)
 	if err != nil {
@@ -235,7 +236,7 @@ func (fx *vmFixture) agentConfig(t *testing.T, node string) vmprovision.AgentCon
 	if err != nil {
 		t.Fatal(err)
 	}
-	return vmprovision.AgentConfig{
+	return guest.AgentConfig{
 		NodeName: node, APIServer: fx.guestURL, TLSServerName: fx.serverName, Timing: "fast", ControlSecret: secret,
 		CAData: string(creds.RESTConfig.CAData), CertData: string(creds.RESTConfig.CertData), KeyData: string(creds.RESTConfig.KeyData),
 	}
