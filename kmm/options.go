@@ -87,6 +87,11 @@ type Options struct {
 	Logger logr.Logger
 	// Clock stamps lastTransitionTime when a worker reports no finish time.
 	Clock clock.PassiveClock
+	// OnPanic, when set, learns of a reconcile that panicked: each
+	// reconcile runs under controller.Recovering, which gives the panic
+	// to OnPanic and fails the reconcile (it is retried). A program that
+	// runs the reconciler in-process (the harness) learns of it so.
+	OnPanic controller.PanicHandler
 }
 
 // OptionsError is an option value that was not accepted. Field is the
