@@ -82,10 +82,6 @@ type Cleaner interface {
 // CRD) is skipped; every other error is returned after the rest was
 // tried.
 func Cleanup(ctx context.Context, cfg *rest.Config, o Options, cleaners ...Cleaner) ([]Deleted, error) {
-	now := time.Now
-	if o.Now != nil {
-		now = o.Now
-	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -93,6 +89,15 @@ func Cleanup(ctx context.Context, cfg *rest.Config, o Options, cleaners ...Clean
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
+	}
+	return cleanup(ctx, cs, dyn, o, cleaners...)
+}
+
+// cleanup is Cleanup with its clients.
+func cleanup(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, o Options, cleaners ...Cleaner) ([]Deleted, error) {
+	now := time.Now
+	if o.Now != nil {
+		now = o.Now
 	}
 	live, err := alive(ctx, cs, now())
 	if err != nil {
