@@ -25,6 +25,13 @@ func (c *caseRun) run(ctx context.Context) (retErr error) {
 			c.log.Error(err, "teardown")
 		}
 	}()
+	// A disruption still in flight when the case ends early (a reboot
+	// with wait: false, a failed wait) ends with ctx and is joined before
+	// the teardown: the case leaves no goroutine behind.
+	defer func() {
+		cancel()
+		c.waitInflight(c.names)
+	}()
 	req, err := c.setup(ctx)
 	if c.obs != nil {
 		defer c.obs.shutdown()

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -94,15 +95,20 @@ func Run(ctx context.Context, cfg Config) scenarios.Results {
 	}
 	out := make([]scenarios.CaseResult, n)
 	eng := Engine(cfg)
-	// The cluster's health is part of every verdict.
+	// The cluster's health is part of every verdict. Run returns only
+	// once the monitor has stopped.
 	monCtx, stopMon := context.WithCancel(ctx)
-	defer stopMon()
+	var mon sync.WaitGroup
+	defer func() {
+		stopMon()
+		mon.Wait()
+	}()
 	eng.Health = &scenarios.HealthMonitor{Cluster: cfg.Cluster}
-	go func() {
+	mon.Go(func() {
 		if err := eng.Health.Start(monCtx); err != nil {
 			logr.FromContextOrDiscard(ctx).Error(err, "cluster health monitor")
 		}
-	}()
+	})
 	runJobs(ctx, cfg, eng, scoped, max(1, cfg.Parallel), out, "")
 	for _, subj := range cfg.Subjects {
 		jobs, ok := wide[subj]
