@@ -85,7 +85,7 @@ func cleanup(ctx context.Context, s Streams, o cleanupOptions) error {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return withCode(ExitInfra, err)
+		return failure(err)
 	}
 	return nil
 }
@@ -120,7 +120,7 @@ func cleanupLocal(ctx context.Context, s Streams, o cleanupOptions, verb string)
 func (rc *runContext) startRun(ctx context.Context, cl scenarios.Cluster) (*runs.Run, error) {
 	run, err := runs.Start(ctx, cl.RESTConfig(), runs.NewID())
 	if err != nil {
-		return nil, withCode(ExitInfra, err)
+		return nil, failure(err)
 	}
 	if iss, ok := cluster.IssuerOf(cl).(*cluster.CSRIssuer); ok {
 		iss.Labels = run.Labels()

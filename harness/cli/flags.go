@@ -65,6 +65,25 @@ func withFlags(err error) error {
 	return &flagError{msg: fe.Render(flag), err: err}
 }
 
+// failure gives err its exit code: the one it carries already, else
+// ExitUsage when a typed input error (contract.FieldError) is in its
+// chain (what the user gave must change), else ExitInfra (no verdict
+// could be given; a rerun may give one).
+func failure(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	var fe contract.FieldError
+	if errors.As(err, &fe) {
+		return withCode(ExitUsage, err)
+	}
+	return withCode(ExitInfra, err)
+}
+
 // zeroAccepted says what duration flags accept, for refuseZero.
 var zeroAccepted = map[string]string{
 	"grace-period":   "a duration of at least 1s, longer than --monitor-period (e.g. 10s)",

@@ -59,3 +59,31 @@ type quoting struct{ err error }
 
 func (q *quoting) Error() string { return fmt.Sprintf("kubeconfig: %q", q.err.Error()) }
 func (q *quoting) Unwrap() error { return q.err }
+
+// TestFailure: a library error is a usage error (2) when the user's
+// input is what must change (a typed input error in its chain), else an
+// infrastructure fault (3); a code given already stays.
+func TestFailure(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		code int
+	}{
+		{"typed input error, wrapped", fmt.Errorf("start: %w", &controlplane.BinariesNotFoundError{Missing: []string{"etcd"}}), ExitUsage},
+		{"control-plane config", &controlplane.ConfigError{Field: field.NewPath("GracePeriod"), Value: "0s"}, ExitUsage},
+		{"a fault", fmt.Errorf("start: %w", errors.New("etcd exited")), ExitInfra},
+		{"a code given already", withCode(ExitFailed, errors.New("1 case failed")), ExitFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := exitCode(t, failure(tc.err)); got != tc.code {
+				t.Errorf("exit code %d, want %d", got, tc.code)
+			}
+		})
+	}
+	if failure(nil) != nil {
+		t.Error("failure(nil) is not nil")
+	}
+	if ExitUsage == ExitInfra {
+		t.Error("usage errors and infrastructure faults share an exit code")
+	}
+}

@@ -401,7 +401,7 @@ func (c *capture) set() nodeapi.NodeSet {
 }
 
 // TestSIGINT interrupts 'bootproof run' mid-case, once (it stops in
-// order) and twice (it forces the exit after a bounded cleanup): exit 2,
+// order) and twice (it forces the exit after a bounded cleanup): exit 3,
 // every case not run, nothing judged, and no process or directory of the
 // embedded cluster left.
 func TestSIGINT(t *testing.T) {
@@ -494,7 +494,7 @@ func TestSIGINT(t *testing.T) {
 				// was judged either.
 				table.mu.Lock()
 				table.rows = append(table.rows, row{Fault: fault, Subject: "bootid, legacy", Verdict: "no report", Observed: "-", OK: true,
-					Message: "forced exit before the reports were written: exit 2, nothing judged, nothing left"})
+					Message: "forced exit before the reports were written: exit 3, nothing judged, nothing left"})
 				table.mu.Unlock()
 				return
 			}
