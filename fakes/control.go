@@ -12,12 +12,13 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/contract"
+	"github.com/bootproof/bootproof/ownership"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // The control socket lets a person drive a running fleet by hand: the
@@ -38,11 +39,11 @@ func DefaultControlSocket() string {
 	return ""
 }
 
-// controlDirPattern names the private directories ListenControl makes
-// under os.TempDir() when no path is given: bootproof-nodes-<pid>-<random>,
-// the form harness/shutdown's sweep knows, so the directory of a fleet
-// that was killed is removed by the next run or 'bootproof cleanup'.
-func controlDirPattern() string { return "bootproof-nodes-" + strconv.Itoa(os.Getpid()) + "-" }
+// controlDirKind is the kind of the private directories ListenControl
+// makes when no path is given (ownership.TempDir: bootproof-nodes-<pid>-
+// <random>), so the directory of a fleet that was killed is removed by
+// the next run or 'bootproof cleanup' (ownership.SweepTempDirs).
+const controlDirKind = "nodes"
 
 // controlSocketName is the socket's name in such a directory.
 const controlSocketName = "control.sock"
@@ -54,7 +55,7 @@ func FindControlSocket() (string, error) {
 	if p := DefaultControlSocket(); p != "" {
 		return p, nil
 	}
-	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), "bootproof-nodes-*", controlSocketName))
+	matches, _ := filepath.Glob(filepath.Join(ownership.TempDirGlob(controlDirKind), controlSocketName))
 	var found []string
 	for _, m := range matches {
 		if privateDir(filepath.Dir(m)) {
@@ -65,10 +66,10 @@ func FindControlSocket() (string, error) {
 	case 1:
 		return found[0], nil
 	case 0:
-		return "", &scenarios.InputError{Field: "ControlSocket",
+		return "", &contract.InputError{Field: field.NewPath("ControlSocket"),
 			Reason: "no control socket of a running 'bootproof nodes run' found: start one, or give its socket"}
 	}
-	return "", &scenarios.InputError{Field: "ControlSocket", Reason: fmt.Sprintf("several fleets serve control sockets (%s): give the one to use", strings.Join(found, ", "))}
+	return "", &contract.InputError{Field: field.NewPath("ControlSocket"), Reason: fmt.Sprintf("several fleets serve control sockets (%s): give the one to use", strings.Join(found, ", "))}
 }
 
 // privateDir reports whether dir is a directory (not a link) of mode
@@ -102,7 +103,7 @@ type ControlSocket struct {
 // that is not a socket is refused; a stale socket is replaced.
 func ListenControl(path string) (*ControlSocket, error) {
 	if path == "" {
-		dir, err := os.MkdirTemp(os.TempDir(), controlDirPattern())
+		dir, err := ownership.TempDir(controlDirKind)
 		if err != nil {
 			return nil, fmt.Errorf("control socket: %w", err)
 		}
@@ -116,10 +117,10 @@ func ListenControl(path string) (*ControlSocket, error) {
 	}
 	if c, err := net.Dial("unix", path); err == nil {
 		c.Close()
-		return nil, &scenarios.InputError{Field: "ControlSocket", Value: path, Reason: "another fleet is serving it: stop it or give another path"}
+		return nil, &contract.InputError{Field: field.NewPath("ControlSocket"), Value: path, Reason: "another fleet is serving it: stop it or give another path"}
 	}
 	if st, err := os.Lstat(path); err == nil && st.Mode().Type() != os.ModeSocket {
-		return nil, &scenarios.InputError{Field: "ControlSocket", Value: path, Reason: "exists and is not a socket: give another path"}
+		return nil, &contract.InputError{Field: field.NewPath("ControlSocket"), Value: path, Reason: "exists and is not a socket: give another path"}
 	}
 	dir, err := os.MkdirTemp(filepath.Dir(path), ".bootproof-nodes-")
 	if err != nil {
@@ -316,7 +317,7 @@ func (c *ControlClient) do(ctx context.Context, method, path string, body []byte
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, &scenarios.InputError{Field: "ControlSocket", Value: c.Path, Err: err, Reason: "is a fleet serving this socket?"}
+		return nil, &contract.InputError{Field: field.NewPath("ControlSocket"), Value: c.Path, Err: err, Reason: "is a fleet serving this socket?"}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)

@@ -6,10 +6,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/contract"
 )
 
 // TestControlSocketPrivate: without a path the socket is made in a new
@@ -27,7 +28,10 @@ func TestControlSocketPrivate(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Dir(s.Path)
-	if filepath.Dir(dir) != tmp || !strings.HasPrefix(filepath.Base(dir), controlDirPattern()) {
+	// The directory is ownership.TempDir's, which the sweep of a killed
+	// run's leftovers knows.
+	mine := "bootproof-nodes-" + strconv.Itoa(os.Getpid()) + "-"
+	if filepath.Dir(dir) != tmp || !strings.HasPrefix(filepath.Base(dir), mine) {
 		t.Errorf("socket %s not in a private directory under %s", s.Path, tmp)
 	}
 	if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o700 {
@@ -40,10 +44,10 @@ func TestControlSocketPrivate(t *testing.T) {
 		t.Errorf("FindControlSocket = %q, %v; want %s", got, err, s.Path)
 	}
 	// A directory of the pattern that is not private is ignored.
-	if err := os.Mkdir(filepath.Join(tmp, controlDirPattern()+"open"), 0o755); err != nil {
+	if err := os.Mkdir(filepath.Join(tmp, mine+"open"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(tmp, controlDirPattern()+"open", controlSocketName), nil, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(tmp, mine+"open", controlSocketName), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := FindControlSocket(); err != nil || got != s.Path {
@@ -82,8 +86,8 @@ func TestControlSocketAtPath(t *testing.T) {
 		t.Fatalf("dial the socket: %v", err)
 	}
 	c.Close()
-	var ie *scenarios.InputError
-	if _, err := ListenControl(path); !errors.As(err, &ie) || ie.Field != "ControlSocket" || !strings.Contains(err.Error(), "another fleet is serving it") {
+	var ie *contract.InputError
+	if _, err := ListenControl(path); !errors.As(err, &ie) || ie.Field.String() != "ControlSocket" || !strings.Contains(err.Error(), "another fleet is serving it") {
 		t.Errorf("second listener on a live socket: %v", err)
 	}
 	s.Close()

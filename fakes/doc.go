@@ -9,7 +9,7 @@
 // As the API sees it, it behaves like a kubelet:
 //
 //   - it registers its Node (labels, capacity, addresses, nodeInfo with
-//     bootID and kernelVersion), always labelled scenarios.SimulatedLabel
+//     bootID and kernelVersion), always labelled contract.SimulatedLabel
 //     and tainted SimulatedTaints (NoSchedule and NoExecute), and takes
 //     over an existing Node only if it carries that label (otherwise
 //     Start fails with a *ForeignNodeError: a real node is never taken

@@ -41,7 +41,7 @@ type Config struct {
 	// them itself through Client.
 	Pods PodSource
 	// Labels are added to the Node at registration, after
-	// scenarios.SimulatedLabel; scenarios.RunLabel, when among them, also
+	// contract.SimulatedLabel; contract.RunLabel, when among them, also
 	// goes on the Lease.
 	Labels map[string]string
 	// Taints are set on the Node at registration, after SimulatedTaints

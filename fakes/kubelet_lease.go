@@ -8,14 +8,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bootproof/bootproof/contract"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
-
-	"github.com/bootproof/bootproof/scenarios"
 )
 
 // The simulated kubelet's Lease: heartbeats and ground truth.
@@ -153,12 +152,12 @@ func (l *leaseKeeper) renew(ctx context.Context, renew bool) error {
 }
 
 // create creates the node's Lease, owned by its Node when the Node is
-// there, labelled as the Node is (scenarios.SimulatedLabel, and
-// scenarios.RunLabel when the kubelet has one).
+// there, labelled as the Node is (contract.SimulatedLabel, and
+// contract.RunLabel when the kubelet has one).
 func (l *leaseKeeper) create(ctx context.Context, now time.Time, truth string) error {
-	labels := map[string]string{scenarios.SimulatedLabel: "true"}
-	if run, ok := l.cfg.Labels[scenarios.RunLabel]; ok {
-		labels[scenarios.RunLabel] = run
+	labels := map[string]string{contract.SimulatedLabel: "true"}
+	if run, ok := l.cfg.Labels[contract.RunLabel]; ok {
+		labels[contract.RunLabel] = run
 	}
 	lease := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: l.cfg.NodeName, Namespace: corev1.NamespaceNodeLease, Labels: labels,

@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/fakes"
-	"github.com/bootproof/bootproof/scenarios"
 )
 
 // hasTaint reports whether taints hold key with effect.
@@ -31,27 +31,27 @@ func hasTaint(taints []corev1.Taint, key string, effect corev1.TaintEffect) bool
 func TestUnitNodeTaintedAndLabelled(t *testing.T) {
 	extra := corev1.Taint{Key: "example.com/extra", Value: "x", Effect: corev1.TaintEffectNoSchedule}
 	u := startUnitWith(t, func(c *fakes.Config) {
-		c.Labels = map[string]string{scenarios.RunLabel: "run-1", scenarios.SimulatedLabel: "false", "team": "a"}
-		c.Taints = []corev1.Taint{extra, fakes.SimulatedTaints()[0]}
+		c.Labels = map[string]string{contract.RunLabel: "run-1", contract.SimulatedLabel: "false", "team": "a"}
+		c.Taints = []corev1.Taint{extra, contract.SimulatedTaints()[0]}
 	})
 	n := u.node()
 	for _, eff := range []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute} {
-		if !hasTaint(n.Spec.Taints, scenarios.SimulatedTaintKey, eff) {
-			t.Errorf("taints %v: no %s:%s", n.Spec.Taints, scenarios.SimulatedTaintKey, eff)
+		if !hasTaint(n.Spec.Taints, contract.SimulatedTaintKey, eff) {
+			t.Errorf("taints %v: no %s:%s", n.Spec.Taints, contract.SimulatedTaintKey, eff)
 		}
 	}
 	if !hasTaint(n.Spec.Taints, extra.Key, extra.Effect) || len(n.Spec.Taints) != 3 {
 		t.Errorf("taints %v, want the two simulated taints once each and %s", n.Spec.Taints, extra.Key)
 	}
-	if n.Labels[scenarios.SimulatedLabel] != "true" || n.Labels[scenarios.RunLabel] != "run-1" || n.Labels["team"] != "a" {
-		t.Errorf("node labels %v, want %s=true, %s=run-1, team=a", n.Labels, scenarios.SimulatedLabel, scenarios.RunLabel)
+	if n.Labels[contract.SimulatedLabel] != "true" || n.Labels[contract.RunLabel] != "run-1" || n.Labels["team"] != "a" {
+		t.Errorf("node labels %v, want %s=true, %s=run-1, team=a", n.Labels, contract.SimulatedLabel, contract.RunLabel)
 	}
 	l, err := u.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(context.Background(), "n1", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Labels[scenarios.SimulatedLabel] != "true" || l.Labels[scenarios.RunLabel] != "run-1" {
-		t.Errorf("lease labels %v, want %s=true, %s=run-1", l.Labels, scenarios.SimulatedLabel, scenarios.RunLabel)
+	if l.Labels[contract.SimulatedLabel] != "true" || l.Labels[contract.RunLabel] != "run-1" {
+		t.Errorf("lease labels %v, want %s=true, %s=run-1", l.Labels, contract.SimulatedLabel, contract.RunLabel)
 	}
 }
 
@@ -94,7 +94,7 @@ func TestUnitNonWorkerPodFailed(t *testing.T) {
 func TestUnitRefusesForeignNode(t *testing.T) {
 	foreign := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-0", Labels: map[string]string{"team": "a"}},
 		Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{BootID: "real-boot"}}}
-	ours := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "bp-0", Labels: map[string]string{scenarios.SimulatedLabel: "true"}}}
+	ours := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "bp-0", Labels: map[string]string{contract.SimulatedLabel: "true"}}}
 	client := fake.NewSimpleClientset(foreign, ours)
 	start := func(name string) error {
 		kern, err := fakes.NewSimKernel(fakes.SimKernelConfig{})

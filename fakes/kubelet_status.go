@@ -9,12 +9,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bootproof/bootproof/contract"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/bootproof/bootproof/scenarios"
 )
 
 // The simulated kubelet's Node: registration and status.
@@ -88,22 +87,9 @@ func (s *nodeStatus) conditions(old []corev1.NodeCondition, now metav1.Time) []c
 	return conds
 }
 
-// SimulatedTaints are the taints every node of the lightweight kubelet
-// carries, on every cluster: scenarios.SimulatedTaintKey with NoSchedule
-// (nothing is scheduled there) and NoExecute (a pod bound there that does
-// not tolerate it is evicted). The node runs no containers, so nothing but
-// the subject's worker pods (which tolerate both,
-// scenarios.SimulatedTolerations) belongs there.
-func SimulatedTaints() []corev1.Taint {
-	return []corev1.Taint{
-		{Key: scenarios.SimulatedTaintKey, Value: "true", Effect: corev1.TaintEffectNoSchedule},
-		{Key: scenarios.SimulatedTaintKey, Value: "true", Effect: corev1.TaintEffectNoExecute},
-	}
-}
-
 // ForeignNodeError is returned by Kubelet.Start when a Node of the
 // kubelet's name exists that no bootproof kubelet created (it lacks
-// scenarios.SimulatedLabel): the kubelet never takes over such a Node,
+// contract.SimulatedLabel): the kubelet never takes over such a Node,
 // which may be a real node of a shared cluster.
 type ForeignNodeError struct {
 	Node string
@@ -111,17 +97,17 @@ type ForeignNodeError struct {
 
 func (e *ForeignNodeError) Error() string {
 	return fmt.Sprintf("node %s already exists and was not created by bootproof (it lacks label %s=true): refusing to take it over",
-		e.Node, scenarios.SimulatedLabel)
+		e.Node, contract.SimulatedLabel)
 }
 
 func (s *nodeStatus) newNode(now metav1.Time) *corev1.Node {
 	labels := map[string]string{
 		corev1.LabelHostname: s.cfg.NodeName, corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64",
-		scenarios.SimulatedLabel: "true",
+		contract.SimulatedLabel: "true",
 	}
 	maps.Copy(labels, s.cfg.Labels)
-	labels[scenarios.SimulatedLabel] = "true"
-	taints := SimulatedTaints()
+	labels[contract.SimulatedLabel] = "true"
+	taints := contract.SimulatedTaints()
 	for _, t := range s.cfg.Taints {
 		if !slices.ContainsFunc(taints, func(x corev1.Taint) bool { return x.MatchTaint(&t) }) {
 			taints = append(taints, t)
@@ -161,7 +147,7 @@ func (s *nodeStatus) register(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("register node %s: %w", s.cfg.NodeName, err)
 	}
-	if old.Labels[scenarios.SimulatedLabel] != "true" {
+	if old.Labels[contract.SimulatedLabel] != "true" {
 		return &ForeignNodeError{Node: s.cfg.NodeName}
 	}
 	// The new boot's status first, then the event that reports it.

@@ -15,10 +15,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/fakes"
 	"github.com/bootproof/bootproof/harness/controlplane"
 	"github.com/bootproof/bootproof/harness/controlplane/cptest"
-	"github.com/bootproof/bootproof/scenarios"
 )
 
 const (
@@ -378,12 +378,12 @@ func names(mods []fakes.LoadedModule) []string {
 func workerPod(name, node, action, config string, policy corev1.RestartPolicy) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default",
-			Labels:      map[string]string{fakes.WorkerActionLabel: action},
-			Annotations: map[string]string{fakes.WorkerConfigAnnotation: config}},
+			Labels:      map[string]string{contract.WorkerActionLabel: action},
+			Annotations: map[string]string{contract.WorkerConfigAnnotation: config}},
 		// As the engine's NodeModulesConfigs ask: the node's NoExecute
 		// taint would have kube-controller-manager evict it otherwise.
-		Spec: corev1.PodSpec{NodeName: node, RestartPolicy: policy, Tolerations: scenarios.SimulatedTolerations(),
-			Containers: []corev1.Container{{Name: fakes.WorkerContainerName, Image: "example.invalid/kmod:1",
+		Spec: corev1.PodSpec{NodeName: node, RestartPolicy: policy, Tolerations: contract.SimulatedTolerations(),
+			Containers: []corev1.Container{{Name: contract.WorkerContainerName, Image: "example.invalid/kmod:1",
 				Args: []string{"kmod", strings.ToLower(action), "/etc/kmm-worker/config.yaml"}}}},
 	}
 }
@@ -415,7 +415,7 @@ func (e *env) runWorker(ctx context.Context, pod *corev1.Pod) *corev1.Pod {
 
 func terminated(p *corev1.Pod) *corev1.ContainerStateTerminated {
 	for _, s := range p.Status.ContainerStatuses {
-		if s.Name == fakes.WorkerContainerName {
+		if s.Name == contract.WorkerContainerName {
 			return s.State.Terminated
 		}
 	}
@@ -430,7 +430,7 @@ func TestWorkerContract(t *testing.T) {
 	version := kern.Version()
 	order := fmt.Sprintf("kernelVersion: %s\nmodprobe:\n  moduleName: kmm_ci_a\n  modulesLoadingOrder: [kmm_ci_a, kmm_ci_b]\n", version)
 
-	load := e.runWorker(ctx, workerPod("load", "n1", fakes.ActionLoad, order, corev1.RestartPolicyOnFailure))
+	load := e.runWorker(ctx, workerPod("load", "n1", contract.ActionLoad, order, corev1.RestartPolicyOnFailure))
 	if load.Status.Phase != corev1.PodSucceeded {
 		t.Fatalf("load pod phase %s: %+v", load.Status.Phase, load.Status)
 	}
@@ -439,7 +439,7 @@ func TestWorkerContract(t *testing.T) {
 	}
 	term := terminated(load)
 	msg, err := fakes.ParseTerminationMessage(term.Message)
-	if err != nil || msg.BootID != kern.BootID() || msg.Action != fakes.ActionLoad || term.ExitCode != 0 {
+	if err != nil || msg.BootID != kern.BootID() || msg.Action != contract.ActionLoad || term.ExitCode != 0 {
 		t.Errorf("termination %+v, message %+v (%v), want boot %s", term, msg, err, kern.BootID())
 	}
 	eventually(t, 30*time.Second, "ground truth lists the loaded modules", func() error {
@@ -453,7 +453,7 @@ func TestWorkerContract(t *testing.T) {
 		return nil
 	})
 
-	unload := e.runWorker(ctx, workerPod("unload", "n1", fakes.ActionUnload, order, corev1.RestartPolicyOnFailure))
+	unload := e.runWorker(ctx, workerPod("unload", "n1", contract.ActionUnload, order, corev1.RestartPolicyOnFailure))
 	if unload.Status.Phase != corev1.PodSucceeded {
 		t.Fatalf("unload pod phase %s", unload.Status.Phase)
 	}
@@ -464,7 +464,7 @@ func TestWorkerContract(t *testing.T) {
 		t.Errorf("loaded after unload: %v", kern.Loaded())
 	}
 
-	unknown := e.runWorker(ctx, workerPod("unknown", "n1", fakes.ActionLoad, "modprobe:\n  moduleName: no_such_mod\n", corev1.RestartPolicyNever))
+	unknown := e.runWorker(ctx, workerPod("unknown", "n1", contract.ActionLoad, "modprobe:\n  moduleName: no_such_mod\n", corev1.RestartPolicyNever))
 	if unknown.Status.Phase != corev1.PodFailed || !strings.Contains(unknown.Status.Message, "no_such_mod") {
 		t.Errorf("unknown module: phase %s message %q, want Failed naming no_such_mod", unknown.Status.Phase, unknown.Status.Message)
 	}
@@ -473,14 +473,14 @@ func TestWorkerContract(t *testing.T) {
 	}
 
 	// restartPolicy OnFailure: the kubelet restarts the failed container.
-	crash := e.runWorker(ctx, workerPod("crash", "n1", fakes.ActionLoad, "modprobe:\n  moduleName: no_such_mod\n", corev1.RestartPolicyOnFailure))
+	crash := e.runWorker(ctx, workerPod("crash", "n1", contract.ActionLoad, "modprobe:\n  moduleName: no_such_mod\n", corev1.RestartPolicyOnFailure))
 	st := crash.Status.ContainerStatuses[0]
 	if crash.Status.Phase != corev1.PodRunning || st.RestartCount < 1 || st.LastTerminationState.Terminated == nil ||
 		!strings.Contains(st.LastTerminationState.Terminated.Message, "no_such_mod") {
 		t.Errorf("OnFailure: phase %s, container %+v; want Running with a restarted container whose last state names no_such_mod", crash.Status.Phase, st)
 	}
 
-	mismatch := e.runWorker(ctx, workerPod("mismatch", "n1", fakes.ActionLoad, "kernelVersion: 9.9.9-other\nmodprobe:\n  moduleName: dummy\n", corev1.RestartPolicyNever))
+	mismatch := e.runWorker(ctx, workerPod("mismatch", "n1", contract.ActionLoad, "kernelVersion: 9.9.9-other\nmodprobe:\n  moduleName: dummy\n", corev1.RestartPolicyNever))
 	if mismatch.Status.Phase != corev1.PodFailed || !strings.Contains(mismatch.Status.Message, "9.9.9-other") || !strings.Contains(mismatch.Status.Message, version) {
 		t.Errorf("kernel mismatch: phase %s message %q", mismatch.Status.Phase, mismatch.Status.Message)
 	}
@@ -489,7 +489,7 @@ func TestWorkerContract(t *testing.T) {
 	// the taints here, so only the kubelet decides); deleting it removes
 	// it.
 	plain := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: "default"},
-		Spec: corev1.PodSpec{NodeName: "n1", Tolerations: scenarios.SimulatedTolerations(),
+		Spec: corev1.PodSpec{NodeName: "n1", Tolerations: contract.SimulatedTolerations(),
 			Containers: []corev1.Container{{Name: "app", Image: "example.invalid/app"}}}}
 	if _, err := e.admin.CoreV1().Pods("default").Create(ctx, plain, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -551,7 +551,7 @@ func TestFleet(t *testing.T) {
 	if err := fleet.WaitRegistered(ctx); err != nil {
 		t.Fatal(err)
 	}
-	pod := e.runWorker(ctx, workerPod("w", "f-0001", fakes.ActionLoad, "modprobe:\n  moduleName: dummy\n", corev1.RestartPolicyOnFailure))
+	pod := e.runWorker(ctx, workerPod("w", "f-0001", contract.ActionLoad, "modprobe:\n  moduleName: dummy\n", corev1.RestartPolicyOnFailure))
 	if pod.Status.Phase != corev1.PodSucceeded {
 		t.Errorf("worker on f-0001: phase %s", pod.Status.Phase)
 	}

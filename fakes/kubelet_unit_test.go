@@ -23,6 +23,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/fakes"
 )
 
@@ -560,7 +561,7 @@ func TestUnitPauseStopsHeartbeatsUntilResume(t *testing.T) {
 // kubelet; its container starts after the pod start latency.
 func (u *unitKubelet) startWorker(name string) {
 	u.t.Helper()
-	pod := workerPod(name, "n1", fakes.ActionLoad, "modprobe:\n  moduleName: dummy\n", corev1.RestartPolicyOnFailure)
+	pod := workerPod(name, "n1", contract.ActionLoad, "modprobe:\n  moduleName: dummy\n", corev1.RestartPolicyOnFailure)
 	pod.UID = types.UID("uid-" + name)
 	created, err := u.client.CoreV1().Pods(pod.Namespace).Create(context.Background(), pod, metav1.CreateOptions{})
 	if err != nil {
@@ -606,7 +607,7 @@ func TestUnitWorkerLoadsInCurrentBoot(t *testing.T) {
 	p = u.waitPhase("w", corev1.PodSucceeded)
 	term := terminated(p)
 	msg, err := fakes.ParseTerminationMessage(term.Message)
-	if err != nil || msg.BootID != u.kern.BootID() || msg.Action != fakes.ActionLoad || !slices.Equal(msg.Modules, []string{"dummy"}) ||
+	if err != nil || msg.BootID != u.kern.BootID() || msg.Action != contract.ActionLoad || !slices.Equal(msg.Modules, []string{"dummy"}) ||
 		term.ExitCode != 0 || !term.FinishedAt.Time.Equal(unitStart.Add(3*time.Second)) {
 		t.Errorf("termination %+v, message %+v (%v); want Load of dummy in boot %s, finished at +3s", term, msg, err, u.kern.BootID())
 	}

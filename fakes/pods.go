@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bootproof/bootproof/contract"
 	"github.com/go-logr/logr"
 
 	corev1 "k8s.io/api/core/v1"
@@ -349,7 +350,7 @@ func (r *podRunner) reject(ctx context.Context, pod *corev1.Pod) {
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{
 		"phase": corev1.PodFailed, "reason": SimulatedNodeReason,
 		"message": fmt.Sprintf("node %s is simulated by bootproof: it runs no containers, only KMM worker pods (label %s)",
-			r.cfg.NodeName, WorkerActionLabel),
+			r.cfg.NodeName, contract.WorkerActionLabel),
 	}})
 	if err == nil {
 		_, err = r.cfg.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
@@ -365,10 +366,10 @@ func (r *podRunner) reject(ctx context.Context, pod *corev1.Pod) {
 
 // doAction applies a worker pod's action to the kernel.
 func (r *podRunner) doAction(pod *corev1.Pod, action string) (*TerminationMessage, error) {
-	if action != ActionLoad && action != ActionUnload {
-		return nil, fmt.Errorf("unknown worker action %q in label %s: accepted: %s, %s", action, WorkerActionLabel, ActionLoad, ActionUnload)
+	if action != contract.ActionLoad && action != contract.ActionUnload {
+		return nil, fmt.Errorf("unknown worker action %q in label %s: accepted: %s, %s", action, contract.WorkerActionLabel, contract.ActionLoad, contract.ActionUnload)
 	}
-	cfg, err := ParseModuleConfig(pod.Annotations[WorkerConfigAnnotation])
+	cfg, err := ParseModuleConfig(pod.Annotations[contract.WorkerConfigAnnotation])
 	if err != nil {
 		return nil, err
 	}
@@ -379,13 +380,13 @@ func (r *podRunner) doAction(pod *corev1.Pod, action string) (*TerminationMessag
 	boot := r.cfg.Kernel.BootID()
 	steps := cfg.Steps(action)
 	for _, m := range steps {
-		if action == ActionLoad {
+		if action == contract.ActionLoad {
 			err = r.cfg.Kernel.Load(m)
 		} else {
 			err = r.cfg.Kernel.Unload(m)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("modprobe %s: %w", map[string]string{ActionLoad: "", ActionUnload: "-r "}[action]+m, err)
+			return nil, fmt.Errorf("modprobe %s: %w", map[string]string{contract.ActionLoad: "", contract.ActionUnload: "-r "}[action]+m, err)
 		}
 	}
 	return &TerminationMessage{BootID: boot, Action: action, Modules: steps, KernelVersion: running}, nil
@@ -403,7 +404,7 @@ func (r *podRunner) postPodStatus(ctx context.Context, pod *corev1.Pod, c *conta
 	var podMessage string
 	switch {
 	case c.reason == "CrashLoopBackOff":
-		state.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off restarting failed container " + WorkerContainerName}
+		state.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off restarting failed container " + contract.WorkerContainerName}
 		ready = corev1.ConditionFalse
 	case c.done:
 		state.Terminated = terminatedState(c)

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bootproof/bootproof/contract"
 )
 
 func names(mods []LoadedModule) []string {
@@ -110,7 +112,7 @@ func TestModuleConfig(t *testing.T) {
 		{name: "unknown upstream fields ignored", yaml: "insecurePull: true\nmodprobe:\n  moduleName: a\n  dirName: /opt\n", wantLoad: []string{"a"}, wantUnload: []string{"a"}},
 		{name: "no module name", yaml: "modprobe: {}\n", wantErr: "moduleName is empty"},
 		{name: "order not starting with module", yaml: "modprobe:\n  moduleName: a\n  modulesLoadingOrder: [b, a]\n", wantErr: "must start with moduleName"},
-		{name: "not yaml", yaml: "modprobe: [", wantErr: WorkerConfigAnnotation},
+		{name: "not yaml", yaml: "modprobe: [", wantErr: contract.WorkerConfigAnnotation},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -124,10 +126,10 @@ func TestModuleConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := c.Steps(ActionLoad); !slices.Equal(got, tc.wantLoad) {
+			if got := c.Steps(contract.ActionLoad); !slices.Equal(got, tc.wantLoad) {
 				t.Errorf("load steps = %v, want %v", got, tc.wantLoad)
 			}
-			if got := c.Steps(ActionUnload); !slices.Equal(got, tc.wantUnload) {
+			if got := c.Steps(contract.ActionUnload); !slices.Equal(got, tc.wantUnload) {
 				t.Errorf("unload steps = %v, want %v", got, tc.wantUnload)
 			}
 		})
@@ -135,7 +137,7 @@ func TestModuleConfig(t *testing.T) {
 }
 
 func TestTerminationMessageRoundTrip(t *testing.T) {
-	m := TerminationMessage{BootID: "b-1", Action: ActionLoad, Modules: []string{"b", "a"}, KernelVersion: "6.1"}
+	m := TerminationMessage{BootID: "b-1", Action: contract.ActionLoad, Modules: []string{"b", "a"}, KernelVersion: "6.1"}
 	s := m.String()
 	if want := `{"bootID":"b-1","action":"Load","modules":["b","a"],"kernelVersion":"6.1"}`; s != want {
 		t.Errorf("encoded = %s, want %s", s, want)

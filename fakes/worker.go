@@ -6,24 +6,13 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bootproof/bootproof/contract"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
 
-// The KMM worker-pod contract, written from upstream Kernel Module
-// Management's worker (not from package kmm).
-const (
-	// WorkerActionLabel selects a worker pod and says what it does.
-	WorkerActionLabel = "kmm.node.kubernetes.io/worker-action"
-	// WorkerConfigAnnotation holds the ModuleConfig YAML.
-	WorkerConfigAnnotation = "kmm.node.kubernetes.io/worker-config"
-	// WorkerContainerName is the container that runs the action.
-	WorkerContainerName = "worker"
-
-	// ActionLoad and ActionUnload are the values of WorkerActionLabel.
-	ActionLoad   = "Load"
-	ActionUnload = "Unload"
-)
+// The KMM worker-pod contract's keys (upstream Kernel Module Management's,
+// not package kmm's) are in package contract.
 
 // ModuleConfig is the part of upstream KMM's ModuleConfig the worker uses.
 // Unknown fields are ignored, as the upstream worker ignores what it does
@@ -47,13 +36,13 @@ type ModprobeConfig struct {
 func ParseModuleConfig(s string) (*ModuleConfig, error) {
 	var c ModuleConfig
 	if err := yaml.Unmarshal([]byte(s), &c); err != nil {
-		return nil, fmt.Errorf("parse %s: %w", WorkerConfigAnnotation, err)
+		return nil, fmt.Errorf("parse %s: %w", contract.WorkerConfigAnnotation, err)
 	}
 	if c.Modprobe.ModuleName == "" {
-		return nil, fmt.Errorf("parse %s: modprobe.moduleName is empty", WorkerConfigAnnotation)
+		return nil, fmt.Errorf("parse %s: modprobe.moduleName is empty", contract.WorkerConfigAnnotation)
 	}
 	if o := c.Modprobe.ModulesLoadingOrder; len(o) > 0 && o[0] != c.Modprobe.ModuleName {
-		return nil, fmt.Errorf("parse %s: modprobe.modulesLoadingOrder must start with moduleName %s, got %v", WorkerConfigAnnotation, c.Modprobe.ModuleName, o)
+		return nil, fmt.Errorf("parse %s: modprobe.modulesLoadingOrder must start with moduleName %s, got %v", contract.WorkerConfigAnnotation, c.Modprobe.ModuleName, o)
 	}
 	return &c, nil
 }
@@ -65,7 +54,7 @@ func (c *ModuleConfig) Steps(action string) []string {
 		order = []string{c.Modprobe.ModuleName}
 	}
 	out := slices.Clone(order)
-	if action == ActionLoad {
+	if action == contract.ActionLoad {
 		slices.Reverse(out)
 	}
 	return out
@@ -104,6 +93,6 @@ func ParseTerminationMessage(s string) (*TerminationMessage, error) {
 // isWorkerPod reports whether pod follows the worker contract and which
 // action it asks for.
 func isWorkerPod(pod *corev1.Pod) (action string, ok bool) {
-	a, ok := pod.Labels[WorkerActionLabel]
+	a, ok := pod.Labels[contract.WorkerActionLabel]
 	return a, ok
 }

@@ -3,41 +3,35 @@ package harness_test
 import (
 	"testing"
 
-	"github.com/bootproof/bootproof/fakes"
+	"github.com/bootproof/bootproof/contract"
 	v1beta1 "github.com/bootproof/bootproof/kmm/api/v1beta1"
 	"github.com/bootproof/bootproof/kmm/worker"
-	"github.com/bootproof/bootproof/scenarios"
 )
 
-// TestContractConstants pins the names two sides of a contract must
-// agree on but define separately, because the dependency rules keep them
-// apart (kmm, the subject, knows nothing of the harness; the scenario
-// engine knows no backend): the KMM worker-pod contract as the bundled
-// reconciler writes it, the simulated kubelet runs it and the observer
-// reads it; the NodeModulesConfig resource; the simulated-node taint.
+// TestContractConstants pins the names the subject (kmm, which stands
+// alone as an operator and imports nothing of the harness) defines on
+// its own to the ones package contract gives the simulated kubelet and
+// the engine's observer: the KMM worker-pod contract and the
+// NodeModulesConfig resource.
 func TestContractConstants(t *testing.T) {
 	tests := []struct {
 		name  string
 		sides map[string]string
 	}{
 		{"worker action label", map[string]string{
-			"kmm/worker.ActionLabel": worker.ActionLabel, "fakes.WorkerActionLabel": fakes.WorkerActionLabel,
-			"scenarios.WorkerActionLabel": scenarios.WorkerActionLabel}},
+			"kmm/worker.ActionLabel": worker.ActionLabel, "contract.WorkerActionLabel": contract.WorkerActionLabel}},
 		{"worker config annotation", map[string]string{
-			"kmm/worker.ConfigAnnotation": worker.ConfigAnnotation, "fakes.WorkerConfigAnnotation": fakes.WorkerConfigAnnotation,
-			"scenarios.WorkerConfigAnnotation": scenarios.WorkerConfigAnnotation}},
+			"kmm/worker.ConfigAnnotation": worker.ConfigAnnotation, "contract.WorkerConfigAnnotation": contract.WorkerConfigAnnotation}},
 		{"worker container", map[string]string{
-			"kmm/worker.ContainerName": worker.ContainerName, "fakes.WorkerContainerName": fakes.WorkerContainerName}},
+			"kmm/worker.ContainerName": worker.ContainerName, "contract.WorkerContainerName": contract.WorkerContainerName}},
 		{"load action", map[string]string{
-			"kmm/worker.ActionLoad": string(worker.ActionLoad), "fakes.ActionLoad": fakes.ActionLoad}},
+			"kmm/worker.ActionLoad": string(worker.ActionLoad), "contract.ActionLoad": contract.ActionLoad}},
 		{"unload action", map[string]string{
-			"kmm/worker.ActionUnload": string(worker.ActionUnload), "fakes.ActionUnload": fakes.ActionUnload}},
+			"kmm/worker.ActionUnload": string(worker.ActionUnload), "contract.ActionUnload": contract.ActionUnload}},
 		{"NodeModulesConfig group", map[string]string{
-			"kmm/api/v1beta1.GroupVersion.Group": v1beta1.GroupVersion.Group, "scenarios.NMCResource.Group": scenarios.NMCResource.Group}},
+			"kmm/api/v1beta1.GroupVersion.Group": v1beta1.GroupVersion.Group, "contract.NMCResource.Group": contract.NMCResource.Group}},
 		{"NodeModulesConfig version", map[string]string{
-			"kmm/api/v1beta1.GroupVersion.Version": v1beta1.GroupVersion.Version, "scenarios.NMCResource.Version": scenarios.NMCResource.Version}},
-		{"simulated taint", map[string]string{
-			"scenarios.SimulatedTaintKey": scenarios.SimulatedTaintKey, "fakes.SimulatedTaints()[0].Key": fakes.SimulatedTaints()[0].Key, "fakes.SimulatedTaints()[1].Key": fakes.SimulatedTaints()[1].Key}},
+			"kmm/api/v1beta1.GroupVersion.Version": v1beta1.GroupVersion.Version, "contract.NMCResource.Version": contract.NMCResource.Version}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -107,6 +107,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		Clock:      o.Clock,
 
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+		OnPanic:                 o.OnPanic,
 	}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("set up reconciler: %w", err)

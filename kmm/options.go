@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/clock"
 
 	"github.com/bootproof/bootproof/kmm/controller"
@@ -44,8 +45,11 @@ type Options struct {
 	// RecordBootFrom says which boot a finished load is recorded in
 	// (--record-boot-from): "worker" (default) takes it from the worker's
 	// termination message, falling back to the node's current boot ID;
-	// "node" always takes the node's boot ID when the result is synced,
-	// which is the bug DESIGN.md section 1 describes, kept to show it.
+	// "node" always takes the node's boot ID when the result is synced:
+	// a load that ran in boot A and is synced after a reboot into B is
+	// recorded in B, so the module looks loaded in B but is not ("Module
+	// Ready, lsmod empty"; the catalog's reboot-after-load-before-sync).
+	// It is kept to show that bug.
 	RecordBootFrom string
 	// WorkerNamespaces restricts the pod cache to these namespaces
 	// (--worker-namespace). Empty means all namespaces, which needs the
@@ -83,17 +87,27 @@ type Options struct {
 	Logger logr.Logger
 	// Clock stamps lastTransitionTime when a worker reports no finish time.
 	Clock clock.PassiveClock
+	// OnPanic, when set, learns of a reconcile that panicked: each
+	// reconcile runs under controller.Recovering, which gives the panic
+	// to OnPanic and fails the reconcile (it is retried). A program that
+	// runs the reconciler in-process (the harness) learns of it so.
+	OnPanic controller.PanicHandler
 }
 
 // OptionsError is an option value that was not accepted. Field is the
-// Options field; a command line maps it to the flag that sets it.
+// Options field's path (WorkerNamespaces[1]); a command line maps it to
+// the flag that sets it.
 type OptionsError struct {
-	Field    string
+	Field    *field.Path
 	Value    string
 	Accepted string
 }
 
-func (e *OptionsError) Error() string { return e.Render(e.Field) }
+func (e *OptionsError) Error() string { return e.Render(e.Field.String()) }
+
+// FieldPath is the option (the same method as the harness's typed input
+// errors, so a command line renders them alike).
+func (e *OptionsError) FieldPath() *field.Path { return e.Field }
 
 // Render writes the error naming the option name (a flag, or the field).
 func (e *OptionsError) Render(name string) string {
@@ -137,37 +151,37 @@ func (o Options) Default() Options {
 // defaulted Options.
 func (o Options) Validate() error {
 	if !detect.Known(o.Detector) {
-		return &OptionsError{Field: "Detector", Value: o.Detector,
+		return &OptionsError{Field: field.NewPath("Detector"), Value: o.Detector,
 			Accepted: strings.Join(detect.Names, ", ") + " (bootid compares boot IDs; legacy is the negative control that misses fast reboots)"}
 	}
 	if o.MaxConcurrentReconciles < 1 {
-		return &OptionsError{Field: "MaxConcurrentReconciles", Value: fmt.Sprint(o.MaxConcurrentReconciles),
+		return &OptionsError{Field: field.NewPath("MaxConcurrentReconciles"), Value: fmt.Sprint(o.MaxConcurrentReconciles),
 			Accepted: "1 or more"}
 	}
 	if o.Burst < 1 {
-		return &OptionsError{Field: "Burst", Value: fmt.Sprint(o.Burst), Accepted: "1 or more"}
+		return &OptionsError{Field: field.NewPath("Burst"), Value: fmt.Sprint(o.Burst), Accepted: "1 or more"}
 	}
 	if !slices.Contains(controller.BootSources, controller.BootSource(o.RecordBootFrom)) {
 		names := make([]string, len(controller.BootSources))
 		for i, s := range controller.BootSources {
 			names[i] = string(s)
 		}
-		return &OptionsError{Field: "RecordBootFrom", Value: o.RecordBootFrom,
+		return &OptionsError{Field: field.NewPath("RecordBootFrom"), Value: o.RecordBootFrom,
 			Accepted: strings.Join(names, ", ") + " (worker reads the worker's termination message; node is the recording bug kept as a control)"}
 	}
-	for _, ns := range o.WorkerNamespaces {
+	for i, ns := range o.WorkerNamespaces {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-			return &OptionsError{Field: "WorkerNamespaces", Value: ns,
+			return &OptionsError{Field: field.NewPath("WorkerNamespaces").Index(i), Value: ns,
 				Accepted: "namespace names (DNS-1123 labels): " + strings.Join(errs, "; ")}
 		}
 	}
 	if o.LeaderElection {
 		if errs := validation.IsDNS1123Label(o.LeaderElectionNamespace); len(errs) > 0 {
-			return &OptionsError{Field: "LeaderElectionNamespace", Value: o.LeaderElectionNamespace,
+			return &OptionsError{Field: field.NewPath("LeaderElectionNamespace"), Value: o.LeaderElectionNamespace,
 				Accepted: "a namespace name (DNS-1123 label)"}
 		}
 		if errs := validation.IsDNS1123Subdomain(o.LeaderElectionID); len(errs) > 0 {
-			return &OptionsError{Field: "LeaderElectionID", Value: o.LeaderElectionID,
+			return &OptionsError{Field: field.NewPath("LeaderElectionID"), Value: o.LeaderElectionID,
 				Accepted: "a Lease name (DNS-1123 subdomain)"}
 		}
 	}

@@ -30,7 +30,7 @@ func TestOptionsValidate(t *testing.T) {
 	}{
 		{"unknown detector", kmm.Options{Detector: "ready"}, []string{"Detector", `"ready"`, "bootid", "legacy"}},
 		{"unknown boot source", kmm.Options{RecordBootFrom: "lease"}, []string{"RecordBootFrom", `"lease"`, "worker", "node"}},
-		{"bad worker namespace", kmm.Options{WorkerNamespaces: []string{"Kmm_System"}}, []string{"WorkerNamespaces", "Kmm_System"}},
+		{"bad worker namespace", kmm.Options{WorkerNamespaces: []string{"Kmm_System"}}, []string{"WorkerNamespaces[0]", "Kmm_System"}},
 		{"negative burst", kmm.Options{Burst: -1}, []string{"Burst", `"-1"`, "1 or more"}},
 		{"bad leader election namespace", kmm.Options{LeaderElection: true, LeaderElectionNamespace: "a/b"}, []string{"LeaderElectionNamespace"}},
 	}

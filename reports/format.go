@@ -1,11 +1,12 @@
 package reports
 
 import (
-	"fmt"
 	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/bootproof/bootproof/scenarios"
 )
 
 // Absent is what a report shows for a figure that did not happen (a
@@ -21,35 +22,14 @@ const (
 	WhyNoDowntime  = "unknown: no action started this reboot, so when the node went down was not seen"
 )
 
-// FormatMS renders a duration in milliseconds for a person: "529 ms"
-// under a second, "5.3 s" under ten seconds, "42 s" under a minute, then
-// "2 min 5 s" and "1 h 3 min". A negative value (a figure that did not
-// happen) renders as Absent.
+// FormatMS renders a duration in milliseconds for a person
+// (scenarios.HumanMS: "529 ms", "5.3 s", "42 s", "2 min 5 s"); a
+// negative value (a figure that did not happen) renders as Absent.
 func FormatMS(ms int64) string {
 	if ms < 0 {
 		return Absent
 	}
-	if ms < 1000 {
-		return fmt.Sprintf("%d ms", ms)
-	}
-	if tenths := math.Round(float64(ms) / 100); tenths < 100 {
-		return fmt.Sprintf("%.1f s", tenths/10)
-	}
-	s := int64(math.Round(float64(ms) / 1000))
-	switch {
-	case s < 60:
-		return fmt.Sprintf("%d s", s)
-	case s < 3600:
-		if s%60 == 0 {
-			return fmt.Sprintf("%d min", s/60)
-		}
-		return fmt.Sprintf("%d min %d s", s/60, s%60)
-	}
-	m := (s + 30) / 60
-	if m%60 == 0 {
-		return fmt.Sprintf("%d h", m/60)
-	}
-	return fmt.Sprintf("%d h %d min", m/60, m%60)
+	return scenarios.HumanMS(ms)
 }
 
 // FormatDuration is FormatMS for a time.Duration.

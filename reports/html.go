@@ -34,6 +34,7 @@ var page = template.Must(template.New("index").Funcs(template.FuncMap{
 	"whyNoDetection": func() string { return WhyNoDetection },
 	"whyNoDowntime":  func() string { return WhyNoDowntime },
 	"latency":        func(ms int64, why string) latencyCell { return latencyCell{Value: ms, Why: why} },
+	"bound":          func(b *scenarios.ReloadBoundResult) string { return b.Format(FormatDuration) },
 }).Parse(reportTemplate))
 
 // latencyCell is a figure of the reboot table: a duration, or Absent

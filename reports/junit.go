@@ -145,6 +145,9 @@ func assertionText(c scenarios.CaseResult) string {
 func caseOutput(c scenarios.CaseResult) string {
 	var b strings.Builder
 	b.WriteString(assertionText(c))
+	if c.ReloadBound != nil {
+		fmt.Fprintf(&b, "reload bound: %s\n", c.ReloadBound.Format(FormatDuration))
+	}
 	for _, m := range c.Reboots {
 		fmt.Fprintf(&b, "reboot %s: boot %s -> %s, downtime %dms, NotReady seen %v, detection %dms, reload %dms\n",
 			m.Node, short(m.OldBootID), short(m.NewBootID), m.DowntimeMS, m.NotReadySeen, m.DetectionLatencyMS, m.ReloadLatencyMS)

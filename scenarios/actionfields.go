@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bootproof/bootproof/nodeapi"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -77,7 +78,7 @@ var fieldSetters = map[string]func(a *Action, v *yaml.Node) error{
 	},
 	"mode": func(a *Action, v *yaml.Node) error {
 		s, err := scalar(v)
-		a.Mode = RebootMode(s)
+		a.Mode = nodeapi.RebootMode(s)
 		return err
 	},
 	"downtime":      func(a *Action, v *yaml.Node) error { return durationField(&a.Downtime, v) },

@@ -1,15 +1,15 @@
 package scenarios
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/bootproof/bootproof/nodeapi"
 )
 
 // actionSpec is one kind of action, in one place: the parameters a
@@ -50,7 +50,7 @@ func nodeActions() map[ActionKind]actionSpec {
 					return "downtime is required, e.g. 0.5g or 3s"
 				}
 				if !a.Mode.Valid() {
-					return fmt.Sprintf("mode %q: accepted: %s", a.Mode, JoinRebootModes(AllRebootModes()))
+					return fmt.Sprintf("mode %q: accepted: %s", a.Mode, nodeapi.JoinRebootModes(nodeapi.AllRebootModes()))
 				}
 				return ""
 			},
@@ -60,20 +60,20 @@ func nodeActions() map[ActionKind]actionSpec {
 		ActRestartKubelet: {
 			fields:    []string{"on", "downtime", "stagger"},
 			check:     required("downtime", func(a Action) Duration { return a.Downtime }),
-			nodeNeeds: needNodes[KubeletRestarter]("restart a kubelet without a reboot"),
-			run:       disrupt("restart-kubelet", func(a Action) Duration { return a.Downtime }, KubeletRestarter.RestartKubelet),
+			nodeNeeds: needNodes[nodeapi.KubeletRestarter]("restart a kubelet without a reboot"),
+			run:       disrupt("restart-kubelet", func(a Action) Duration { return a.Downtime }, nodeapi.KubeletRestarter.RestartKubelet),
 		},
 		ActNetworkBlip: {
 			fields:    []string{"on", "duration", "stagger"},
 			check:     required("duration", func(a Action) Duration { return a.Duration }),
-			nodeNeeds: needNodes[NetworkBlipper]("cut a node off the network"),
-			run:       disrupt("network-blip", func(a Action) Duration { return a.Duration }, NetworkBlipper.NetworkBlip),
+			nodeNeeds: needNodes[nodeapi.NetworkBlipper]("cut a node off the network"),
+			run:       disrupt("network-blip", func(a Action) Duration { return a.Duration }, nodeapi.NetworkBlipper.NetworkBlip),
 		},
 		ActPauseNode: {
 			fields:    []string{"on", "duration", "stagger"},
 			check:     required("duration", func(a Action) Duration { return a.Duration }),
-			nodeNeeds: needNodes[NodePauser]("pause a node"),
-			run:       disrupt("pause-node", func(a Action) Duration { return a.Duration }, NodePauser.PauseNode),
+			nodeNeeds: needNodes[nodeapi.NodePauser]("pause a node"),
+			run:       disrupt("pause-node", func(a Action) Duration { return a.Duration }, nodeapi.NodePauser.PauseNode),
 		},
 	}
 }
@@ -87,7 +87,7 @@ func timelineActions() map[ActionKind]actionSpec {
 		ActWaitReloaded: {
 			fields: []string{"on", "timeout"},
 			run: func(c *caseRun, ctx context.Context, a Action) error {
-				return c.waitReloaded(ctx, c.targets(a.On), c.timeout(a))
+				return c.waitReloaded(ctx, describe(a), c.targets(a.On), c.timeout(a))
 			},
 		},
 		ActWaitWorker: {
@@ -135,15 +135,6 @@ func timelineActions() map[ActionKind]actionSpec {
 			},
 		},
 	}
-}
-
-// JoinRebootModes lists modes as "reset, guest".
-func JoinRebootModes(ms []RebootMode) string {
-	s := make([]string, len(ms))
-	for i, m := range ms {
-		s[i] = string(m)
-	}
-	return strings.Join(s, ", ")
 }
 
 // required checks that a duration parameter is set.
@@ -201,17 +192,15 @@ func (c *caseRun) timeout(a Action) time.Duration {
 }
 
 // canReboot skips a case whose node set cannot reboot in the action's
-// mode or refuses the request (RebootChecker).
+// mode (nodeapi.CheckMode: only the modes it lists) or refuses the
+// request (nodeapi.RebootChecker).
 func (c *caseRun) canReboot(a Action) error {
 	be := c.e.Backend.Name()
 	req := c.rebootRequest(a)
-	if req.Mode != RebootReset {
-		rm, ok := c.nodes.(RebootModes)
-		if !ok || !slices.Contains(rm.RebootModes(), req.Mode) {
-			return &skipError{fmt.Sprintf("backend %s cannot reboot in mode %s", be, req.Mode)}
-		}
+	if err := nodeapi.CheckMode(c.nodes, req.Mode); err != nil {
+		return &skipError{fmt.Sprintf("backend %s %v", be, err)}
 	}
-	if rc, ok := c.nodes.(RebootChecker); ok {
+	if rc, ok := c.nodes.(nodeapi.RebootChecker); ok {
 		if err := rc.CheckReboot(req); err != nil {
 			return &skipError{fmt.Sprintf("backend %s: %v", be, err)}
 		}
@@ -377,126 +366,75 @@ func (c *caseRun) spread(ctx context.Context, a Action, kind string, downtime ti
 }
 
 // waitReloaded waits until every module in each node's spec is loaded in
-// the node's current boot, judged from ground truth.
-func (c *caseRun) waitReloaded(ctx context.Context, nodes []string, timeout time.Duration) error {
+// the node's current boot (what says which wait it is, for messages). Its
+// timeout is timeout cut to the reload bound once the case's first load
+// was measured, the same for every subject.
+func (c *caseRun) waitReloaded(ctx context.Context, what string, nodes []string, timeout time.Duration) error {
 	c.waitInflight(nodes)
 	if err := c.backgroundErr(); err != nil {
 		return err
 	}
-	var missing []string
-	timeout, miss := c.reloadTimeout(timeout)
-	err := c.waitFor(ctx, timeout, func() error {
-		missing = missing[:0]
-		for _, n := range nodes {
-			sn := c.obs.Snapshot(n)
-			want := c.currentBoot(n, sn)
-			c.mu.Lock()
-			mods := slices.Clone(c.spec[n])
-			c.mu.Unlock()
-			for _, m := range mods {
-				if sn.TruthBoot != want || sn.BootID != want || !slices.Contains(sn.TruthModules, m.ModuleName) {
-					missing = append(missing, fmt.Sprintf("module %s not loaded in boot %s of node %s (last state: %s)", m.ModuleName, short(want), n, sn))
-				}
-			}
-		}
-		if len(missing) > 0 {
-			return errors.New(missing[0])
-		}
-		return nil
-	})
-	if err == nil {
-		c.loaded(time.Now())
-		return nil
+	timeout, why := c.reloadTimeout(timeout)
+	c.mu.Lock()
+	spec := make(map[string][]Module, len(nodes))
+	for _, n := range nodes {
+		spec[n] = slices.Clone(c.spec[n])
 	}
-	within := timeout.String()
-	if miss != "" {
-		within = miss
-	}
-	return c.waitFailed(ctx, err, fmt.Sprintf("%d module(s) not reloaded within %s: %s", len(missing), within, strings.Join(missing, "; ")))
+	c.mu.Unlock()
+	return c.runWait(ctx, caseWait{kind: waitReload, what: what, nodes: slices.Clone(nodes), spec: spec, start: time.Now(), timeout: timeout, why: why})
 }
 
-// waitFailed turns a failed wait into what it means: the case's context
-// ended, a fault (an error, never a verdict), or a failed reload
-// assertion with msg, which aborts the timeline.
-func (c *caseRun) waitFailed(ctx context.Context, err error, msg string) error {
+// runWait polls until w holds (judgeWait on what was seen so far) or its
+// timeout ends, then records it and judges it once more on the Record:
+// the poll only decides when to stop waiting. It returns nil when the
+// wait held; errAborted when it did not (the timeline stops; the reload
+// assertion says why); or the fault or cancellation that ended it.
+func (c *caseRun) runWait(ctx context.Context, w caseWait) error {
+	err := c.waitFor(ctx, w.timeout, func() error {
+		now := w
+		now.end = time.Now()
+		if judgeWait(c.facts(now.end), c.obs.waitRecord(w.nodes), now).held {
+			return nil
+		}
+		return errNotYet
+	})
+	w.end = time.Now()
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	if isFault(err) {
 		return err
 	}
-	c.assert(AssertReload, false, msg)
-	return errAborted
-}
-
-// currentBoot is the boot a node is known to be in: rebooted, the new
-// boot of its last completed reboot ("" if none), else what the API
-// shows (sn); but a boot the kernel shows that was first seen after it
-// (in nr: a reboot nobody asked for) is the current one.
-func currentBoot(rebooted string, sn NodeSnapshot, nr NodeRecord) string {
-	want := cmp.Or(rebooted, sn.BootID)
-	if sn.TruthBoot == "" || sn.TruthBoot == want {
-		return want
+	w.last = map[string]string{}
+	for _, n := range w.nodes {
+		w.last[n] = c.obs.Snapshot(n).String()
 	}
-	if seen := nr.FirstSeen(want); !seen.IsZero() && nr.FirstSeen(sn.TruthBoot).After(seen) {
-		return sn.TruthBoot
-	}
-	return want
-}
-
-// currentBoot: see the function, with the case's reboots so far.
-func (c *caseRun) currentBoot(node string, sn NodeSnapshot) string {
-	return currentBoot(c.lastReboot(node), sn, c.obs.NodeRecord(node))
-}
-
-// lastReboot is the new boot of node's last completed reboot, or "".
-func (c *caseRun) lastReboot(node string) string {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i := len(c.disrupted) - 1; i >= 0; i-- {
-		if d := c.disrupted[i]; d.node == node && d.kind == "reboot" && d.completed {
-			return d.outcome.NewBootID
-		}
+	c.waits = append(c.waits, w)
+	c.mu.Unlock()
+	jr := judgeWait(c.facts(w.end), c.obs.Record(), w)
+	if !jr.held {
+		c.obs.Action("", fmt.Sprintf("%s did not hold within %s", w.what, w.timeout))
+		return errAborted
 	}
-	return ""
+	c.measureFirstLoad(jr)
+	return nil
 }
 
+// errNotYet is a poll's answer while a wait does not hold yet.
+var errNotYet = errors.New("not yet")
+
+// describe names an action for messages: "wait-reloaded at line 14".
+func describe(a Action) string {
+	if a.Line > 0 {
+		return fmt.Sprintf("%s at line %d", a.Kind, a.Line)
+	}
+	return string(a.Kind)
+}
+
+// waitWorker waits until a worker pod of each targeted node reaches
+// a.State; judged like a reload wait (runWait, judgeWait).
 func (c *caseRun) waitWorker(ctx context.Context, a Action) error {
-	nodes := c.targets(a.On)
-	timeout := c.timeout(a)
-	err := c.waitFor(ctx, timeout, func() error {
-		for _, n := range nodes {
-			if !c.obs.hasWorker(n, a.Module, a.WorkerAction, a.State) {
-				return fmt.Errorf("no %s worker pod %s on node %s (last state: %s)", a.WorkerAction, a.State, n, c.obs.Snapshot(n))
-			}
-		}
-		return nil
-	})
-	if err == nil {
-		return nil
-	}
-	return c.waitFailed(ctx, err, "waiting for a worker pod: "+err.Error())
-}
-
-func (o *Observer) hasWorker(node, module, action, state string) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for _, p := range o.pods {
-		if p.node != node || (action != "" && p.action != action) || (module != "" && p.moduleName != module) {
-			continue
-		}
-		switch state {
-		case "created":
-			return true
-		case "running":
-			if p.running || p.succeeded {
-				return true
-			}
-		case "succeeded":
-			if p.succeeded {
-				return true
-			}
-		}
-	}
-	return false
+	return c.runWait(ctx, caseWait{kind: waitWorker, what: describe(a), nodes: c.targets(a.On), worker: a, start: time.Now(),
+		timeout: c.timeout(a), why: "its timeout"})
 }

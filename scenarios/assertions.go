@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bootproof/bootproof/contract"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -37,6 +38,12 @@ type caseFacts struct {
 	spec map[string][]Module
 	// baseBoot is each node's boot at baseAt.
 	baseBoot map[string]string
+	// subjectAt is when the subject started; firstLoad is the case's
+	// measured first load (0: not measured).
+	subjectAt time.Time
+	firstLoad time.Duration
+	// waits is every wait of the case so far, in order.
+	waits []caseWait
 }
 
 // facts copies the case's facts, with now as the end of the window.
@@ -45,7 +52,8 @@ func (c *caseRun) facts(now time.Time) caseFacts {
 	defer c.mu.Unlock()
 	f := caseFacts{claim: c.s.Precondition, labels: slices.Clone(c.s.Labels), declared: slices.Clone(c.s.Modules),
 		names: slices.Clone(c.names), start: c.start, baseAt: c.baseAt, now: now, grace: c.grace,
-		spec: make(map[string][]Module, len(c.spec)), baseBoot: maps.Clone(c.baseBoot)}
+		spec: make(map[string][]Module, len(c.spec)), baseBoot: maps.Clone(c.baseBoot),
+		subjectAt: c.subjectAt, firstLoad: c.firstLoad, waits: slices.Clone(c.waits)}
 	for _, d := range c.disrupted {
 		f.disrupted = append(f.disrupted, *d)
 	}
@@ -198,6 +206,11 @@ func (c *caseRun) checkPrecondition() {
 	c.results = append(c.results, judgePrecondition(c.facts(time.Now()), c.obs.Record()))
 }
 
+// checkReload judges every wait of the case (judgeReload).
+func (c *caseRun) checkReload() {
+	c.results = append(c.results, judgeReload(c.facts(time.Now()), c.obs.Record()))
+}
+
 // checkExtraWork judges the loads seen so far.
 func (c *caseRun) checkExtraWork() {
 	c.results = append(c.results, judgeExtraWork(c.obs.Record().Loads))
@@ -266,14 +279,14 @@ func (c *caseRun) schemaHasBootID(ctx context.Context) (has, known bool) {
 	if c.dyn == nil {
 		return false, false
 	}
-	crd, err := c.dyn.Resource(crdResource).Get(ctx, NMCResource.GroupResource().String(), metav1.GetOptions{})
+	crd, err := c.dyn.Resource(crdResource).Get(ctx, contract.NMCResource.GroupResource().String(), metav1.GetOptions{})
 	if err != nil {
 		return false, false
 	}
 	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
 	for _, v := range versions {
 		m, _ := v.(map[string]any)
-		if name, _, _ := unstructured.NestedString(m, "name"); name != NMCResource.Version {
+		if name, _, _ := unstructured.NestedString(m, "name"); name != contract.NMCResource.Version {
 			continue
 		}
 		status, found, _ := unstructured.NestedMap(m, "schema", "openAPIV3Schema", "properties", "status")

@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/bootproof/bootproof/contract"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 //go:embed catalog/*.yaml
@@ -48,7 +51,7 @@ func Select(all []*Scenario, globs, labels []string) ([]*Scenario, error) {
 		ok := len(globs) == 0
 		for _, g := range globs {
 			if m, err := path.Match(g, s.Name); err != nil {
-				return nil, &InputError{Field: "Scenario", Value: strconv.Quote(g), Err: err}
+				return nil, &contract.InputError{Field: field.NewPath("Scenario"), Value: strconv.Quote(g), Err: err}
 			} else if m {
 				ok = true
 				matched[g] = true
@@ -69,7 +72,7 @@ func Select(all []*Scenario, globs, labels []string) ([]*Scenario, error) {
 			for _, s := range all {
 				names = append(names, s.Name)
 			}
-			return nil, &InputError{Field: "Scenario", Value: strconv.Quote(g), Reason: "matches no scenario: accepted: a name or glob of " + strings.Join(names, ", ")}
+			return nil, &contract.InputError{Field: field.NewPath("Scenario"), Value: strconv.Quote(g), Reason: "matches no scenario: accepted: a name or glob of " + strings.Join(names, ", ")}
 		}
 	}
 	return out, nil

@@ -4,6 +4,9 @@
 // and kernel ground truth through watches, and the assertions (precondition,
 // reload, no extra work, consistency) that judge a run.
 //
-// It defines the small interfaces it consumes (cluster, node backend,
-// subject and optional capabilities); package harness implements them.
+// It defines the small interfaces it consumes of a cluster and a subject
+// (and their optional capabilities); the node-backend interfaces and the
+// reboot vocabulary are package nodeapi's, the labels and worker-pod keys
+// package contract's, so backends use them without linking the engine.
+// Package harness implements them all.
 package scenarios

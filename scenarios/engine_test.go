@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootproof/bootproof/contract"
+	"github.com/bootproof/bootproof/nodeapi"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,8 +70,8 @@ func (s *script) truth(boot string, modules ...string) {
 
 func (s *script) loadPod(uid, action, boot string) {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "kmm-worker-n0-dummy", UID: types.UID(uid),
-		Labels:      map[string]string{WorkerActionLabel: action},
-		Annotations: map[string]string{WorkerConfigAnnotation: "modprobe:\n  moduleName: dummy\n"}},
+		Labels:      map[string]string{contract.WorkerActionLabel: action},
+		Annotations: map[string]string{contract.WorkerConfigAnnotation: "modprobe:\n  moduleName: dummy\n"}},
 		Spec: corev1.PodSpec{NodeName: "n0"},
 		Status: corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{Name: "worker",
 			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: `{"bootID":"` + boot + `","action":"` + action + `"}`}}}}}}
@@ -173,20 +175,27 @@ func TestReloadFailsWithLastState(t *testing.T) {
 	s.node(corev1.ConditionTrue, "b")
 	s.truth("b")
 	s.loadPod("1", "Load", "a")
-	err := s.c.waitReloaded(context.Background(), []string{"n0"}, 300*time.Millisecond)
+	err := s.c.waitReloaded(context.Background(), "wait-reloaded at line 9", []string{"n0"}, 300*time.Millisecond)
 	if !errors.Is(err, errAborted) {
 		t.Fatalf("waitReloaded = %v, want the timeline aborted", err)
 	}
+	s.c.checkReload()
 	r := s.result(AssertReload)
-	for _, want := range []string{"module dummy not loaded in boot b of node n0", "Ready=True", "ground truth: boot=b modules=[]", "kmm-worker-n0-dummy(Load dummy Succeeded)"} {
+	for _, want := range []string{"1 module(s) not reloaded within 300ms (its full timeout: no first load measured yet) in wait-reloaded at line 9",
+		"module dummy not loaded in boot b of node n0", "Ready=True", "ground truth: boot=b modules=[]", "kmm-worker-n0-dummy(Load dummy Succeeded)"} {
 		wantFail(t, r, want)
 	}
 
 	ok := newScript(t, "fast")
 	ok.node(corev1.ConditionTrue, "b")
 	ok.truth("b", "dummy")
-	if err := ok.c.waitReloaded(context.Background(), []string{"n0"}, time.Second); err != nil {
+	if err := ok.c.waitReloaded(context.Background(), "wait-reloaded", []string{"n0"}, time.Second); err != nil {
 		t.Errorf("module loaded in the current boot: %v", err)
+	}
+	// A reload wait that holds is recorded, and the assertion says so.
+	ok.c.checkReload()
+	if r := ok.result(AssertReload); !r.OK || !strings.Contains(r.Message, "every module loaded in each node's current boot in 1 wait(s)") {
+		t.Errorf("reload = %+v, want a passing assertion", r)
 	}
 }
 
@@ -235,15 +244,17 @@ func TestJudge(t *testing.T) {
 // Node sets of various capabilities for TestCheckNodeCapabilities.
 type bareNodes struct{}
 
-func (bareNodes) Reboot(context.Context, string, RebootRequest) (RebootOutcome, error) {
-	return RebootOutcome{}, nil
+func (bareNodes) Reboot(context.Context, string, nodeapi.RebootRequest) (nodeapi.RebootOutcome, error) {
+	return nodeapi.RebootOutcome{}, nil
 }
 func (bareNodes) Close() error { return nil }
 
 type vmLikeNodes struct{ bareNodes }
 
-func (vmLikeNodes) RebootModes() []RebootMode { return []RebootMode{RebootReset, RebootPanic} }
-func (vmLikeNodes) CheckReboot(r RebootRequest) error {
+func (vmLikeNodes) RebootModes() []nodeapi.RebootMode {
+	return []nodeapi.RebootMode{nodeapi.RebootReset, nodeapi.RebootPanic}
+}
+func (vmLikeNodes) CheckReboot(r nodeapi.RebootRequest) error {
 	if r.KernelVersion != "" {
 		return errors.New("booting another kernel version is not supported")
 	}
@@ -254,14 +265,14 @@ func (vmLikeNodes) PauseNode(context.Context, string, time.Duration) error { ret
 func TestCheckNodeCapabilities(t *testing.T) {
 	tests := []struct {
 		name   string
-		nodes  NodeSet
+		nodes  nodeapi.NodeSet
 		action Action
 		skip   string // "" = runs
 	}{
 		{"reset on any backend", bareNodes{}, Action{Kind: ActReboot}, ""},
-		{"mode without RebootModes", bareNodes{}, Action{Kind: ActReboot, Mode: "panic"}, "backend b cannot reboot in mode panic"},
+		{"mode without RebootModes", bareNodes{}, Action{Kind: ActReboot, Mode: "panic"}, "backend b cannot reboot in mode panic (implemented: reset)"},
 		{"mode supported", vmLikeNodes{}, Action{Kind: ActReboot, Mode: "panic"}, ""},
-		{"mode not listed", vmLikeNodes{}, Action{Kind: ActReboot, Mode: "guest"}, "backend b cannot reboot in mode guest"},
+		{"mode not listed", vmLikeNodes{}, Action{Kind: ActReboot, Mode: "guest"}, "backend b cannot reboot in mode guest (implemented: reset, panic)"},
 		{"checker refuses", vmLikeNodes{}, Action{Kind: ActReboot, KernelVersion: "6.2"}, "backend b: booting another kernel version is not supported"},
 		{"no pause", bareNodes{}, Action{Kind: ActPauseNode}, "backend b cannot pause a node"},
 		{"pause", vmLikeNodes{}, Action{Kind: ActPauseNode}, ""},
@@ -287,7 +298,7 @@ func TestCheckNodeCapabilities(t *testing.T) {
 type namedBackend string
 
 func (b namedBackend) Name() string { return string(b) }
-func (b namedBackend) Provision(context.Context, ProvisionRequest) (NodeSet, error) {
+func (b namedBackend) Provision(context.Context, nodeapi.ProvisionRequest) (nodeapi.NodeSet, error) {
 	return nil, errors.New("not provisioning")
 }
 
@@ -299,8 +310,8 @@ func TestLateExtraLoadIsWaitedForAndCounted(t *testing.T) {
 	s.node(corev1.ConditionTrue, "a")
 	s.loadPod("1", "Load", "a")
 	pending := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "kmm-worker-n0-dummy", UID: "2",
-		Labels:      map[string]string{WorkerActionLabel: "Load"},
-		Annotations: map[string]string{WorkerConfigAnnotation: "modprobe:\n  moduleName: dummy\n"}},
+		Labels:      map[string]string{contract.WorkerActionLabel: "Load"},
+		Annotations: map[string]string{contract.WorkerConfigAnnotation: "modprobe:\n  moduleName: dummy\n"}},
 		Spec: corev1.PodSpec{NodeName: "n0"}, Status: corev1.PodStatus{Phase: corev1.PodPending}}
 	s.c.obs.onPod(pending)
 	if got := s.c.obs.ActiveWorkers(); len(got) != 1 || !strings.Contains(got[0], "Load dummy, Pending") {
@@ -389,7 +400,7 @@ func TestSubjectExitEndsTheCase(t *testing.T) {
 	s.node(corev1.ConditionTrue, "b")
 	s.truth("b")
 	start := time.Now()
-	err := s.c.waitReloaded(context.Background(), []string{"n0"}, 30*time.Second)
+	err := s.c.waitReloaded(context.Background(), "wait-reloaded", []string{"n0"}, 30*time.Second)
 	if time.Since(start) > 10*time.Second {
 		t.Errorf("waited %s for a subject that had exited", time.Since(start))
 	}
@@ -469,7 +480,7 @@ func TestUnplannedReboot(t *testing.T) {
 	now := time.Now()
 	// A planned reboot a -> b ...
 	s.c.disrupted = []*disruption{{kind: "reboot", node: "n0", start: now, end: now.Add(time.Second), completed: true,
-		outcome: RebootOutcome{OldBootID: "a", NewBootID: "b"}}}
+		outcome: nodeapi.RebootOutcome{OldBootID: "a", NewBootID: "b"}}}
 	s.truth("b")
 	s.node(corev1.ConditionTrue, "b")
 	s.truth("b", "dummy")
@@ -491,7 +502,8 @@ func TestUnplannedReboot(t *testing.T) {
 		t.Errorf("verdict %s: %s", verdict, msg)
 	}
 	// The current boot is the unplanned one: reload is judged there.
-	if got := s.c.currentBoot("n0", s.c.obs.Snapshot("n0")); got != "c" {
+	later := time.Now().Add(2 * time.Second) // after the planned reboot's end
+	if got := wantBoot(s.c.facts(later), s.c.obs.NodeRecord("n0"), "n0", later); got != "c" {
 		t.Errorf("current boot %q, want c", got)
 	}
 	// Outside a no-reboot control it is reported, not an error.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 )
 
@@ -22,84 +20,6 @@ type Cluster interface {
 	RESTConfig() *rest.Config
 	// GracePeriod is kube-controller-manager's --node-monitor-grace-period.
 	GracePeriod() time.Duration
-}
-
-// NodeBackend provides nodes.
-type NodeBackend interface {
-	// Name is the backend's name: fake, libvirt.
-	Name() string
-	// Provision starts the nodes; they run until the NodeSet is closed.
-	Provision(ctx context.Context, req ProvisionRequest) (NodeSet, error)
-}
-
-// ProvisionRequest says which nodes a case needs.
-type ProvisionRequest struct {
-	Names  []string
-	Labels map[string]string
-	// Timing is the kubelet timing profile name.
-	Timing string
-	// PodLatency, when positive, is the worker's Pending->Running and
-	// Running->done latency.
-	PodLatency time.Duration
-}
-
-// RebootRequest describes one reboot of one node.
-type RebootRequest struct {
-	Mode          RebootMode
-	Downtime      time.Duration
-	NotReadyFor   time.Duration
-	KernelVersion string
-}
-
-// RebootOutcome is what a reboot did.
-type RebootOutcome struct {
-	OldBootID string
-	NewBootID string
-	// Downtime, when set, is how long the node was down as the backend
-	// measured it (a VM's natural boot included); the engine reports it in
-	// place of the requested downtime.
-	Downtime time.Duration
-}
-
-// NodeSet is a case's running nodes.
-type NodeSet interface {
-	// Reboot reboots a node and returns once it is back (its kubelet
-	// started in the new boot).
-	Reboot(ctx context.Context, node string, r RebootRequest) (RebootOutcome, error)
-	// Close stops every node and frees what they hold.
-	Close() error
-}
-
-// RebootModes is the optional capability of a NodeSet that supports more
-// than the "reset" reboot mode.
-type RebootModes interface {
-	RebootModes() []RebootMode
-}
-
-// RebootChecker is the optional capability of a NodeSet to refuse, before
-// the timeline runs, a reboot it cannot do (a VM cannot boot another
-// kernel version); the case is then skipped with the error as reason.
-type RebootChecker interface {
-	CheckReboot(r RebootRequest) error
-}
-
-// KubeletRestarter is the optional capability to restart a node's kubelet
-// without a reboot.
-type KubeletRestarter interface {
-	RestartKubelet(ctx context.Context, node string, downtime time.Duration) error
-}
-
-// NetworkBlipper is the optional capability to cut a node off the API for
-// a while without a reboot.
-type NetworkBlipper interface {
-	NetworkBlip(ctx context.Context, node string, d time.Duration) error
-}
-
-// NodePauser is the optional capability to freeze a whole node for a
-// while without rebooting it (a paused VM; a simulated node whose
-// heartbeats stop): a negative control, its boot ID must not change.
-type NodePauser interface {
-	PauseNode(ctx context.Context, node string, d time.Duration) error
 }
 
 // Subject is the operator under test.
@@ -164,36 +84,4 @@ type Pauser interface {
 // error, never a verdict.
 type HealthReporter interface {
 	Err() error
-}
-
-// NMCResource is the NodeModulesConfig resource, as upstream KMM and
-// package kmm serve it.
-var NMCResource = schema.GroupVersionResource{Group: "kmm.sigs.x-k8s.io", Version: "v1beta1", Resource: "nodemodulesconfigs"}
-
-// CaseLabel marks every object of one case.
-const CaseLabel = "bootproof.dev/case"
-
-// SimulatedTaintKey is the taint every node the lightweight kubelet
-// runs carries, with both effects NoSchedule and NoExecute, on every
-// cluster: nothing of the cluster's own is scheduled there or stays
-// there. Every NodeModulesConfig entry the engine writes tolerates both
-// effects, so the subject's worker pods run there.
-const SimulatedTaintKey = "bootproof.dev/simulated"
-
-// SimulatedLabel (value "true") marks every Node the lightweight kubelet
-// created; a kubelet takes over an existing Node only when it carries it.
-const SimulatedLabel = "bootproof.dev/simulated"
-
-// RunLabel carries the run ID on every object a bootproof run creates
-// (Nodes, their Leases, namespaces, NodeModulesConfigs, CSRs, RBAC), so
-// the run deletes them at its end and 'bootproof cleanup' finds what a
-// dead run left.
-const RunLabel = "bootproof.dev/run"
-
-// SimulatedTolerations tolerate SimulatedTaintKey with both effects.
-func SimulatedTolerations() []corev1.Toleration {
-	return []corev1.Toleration{
-		{Key: SimulatedTaintKey, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
-		{Key: SimulatedTaintKey, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
-	}
 }

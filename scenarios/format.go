@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/bootproof/bootproof/nodeapi"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -28,6 +29,10 @@ type Scenario struct {
 	Precondition string `yaml:"precondition"`
 	// Deadline bounds every wait-reloaded; default 30s.
 	Deadline Duration `yaml:"deadline"`
+	// ReloadBound cuts the reload waits once the case's first load was
+	// measured, the same for every subject; default {firstLoadTimes: 10,
+	// atLeast: 5s}.
+	ReloadBound ReloadBound `yaml:"reloadBound"`
 	// Expect is the outcome each subject should get: pass, fail, or
 	// fail through named assertions (fail:reload).
 	Expect map[string]Expectation `yaml:"expect"`
@@ -65,7 +70,7 @@ type Action struct {
 	// On targets nodes: "all" (default), an index "0", or a list "0,2".
 	On Target
 	// Mode is the reboot mode (reset, guest, panic, power-cycle); default reset.
-	Mode RebootMode
+	Mode nodeapi.RebootMode
 	// Downtime of a reboot, kubelet restart or subject restart.
 	Downtime Duration
 	// Startup: "ready" or "blip:<duration>".

@@ -8,9 +8,22 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bootproof/bootproof/nodeapi"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// A scenario without reloadBound gets the default, shown as such.
+func TestReloadBoundDefault(t *testing.T) {
+	s, err := Decode("d.yaml", []byte("name: d\nnodes: 1\nmodules: [{name: dummy}]\nexpect: {bootid: pass}\nactions:\n  - wait-reloaded: {}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.ReloadBound.FirstLoadTimes != DefaultReloadTimes || s.ReloadBound.AtLeast.Abs != DefaultReloadAtLeast {
+		t.Errorf("reloadBound %+v, want the defaults", s.ReloadBound)
+	}
+}
 
 func TestDecodeValid(t *testing.T) {
 	files, _ := filepath.Glob("testdata/valid-*.yaml")
@@ -59,6 +72,9 @@ func TestDecodeValidFull(t *testing.T) {
 	}
 	if s.Deadline.Abs != 45*time.Second || s.PodLatency.Abs != time.Second {
 		t.Errorf("deadline %v podLatency %v", s.Deadline, s.PodLatency)
+	}
+	if b := s.ReloadBound; b.FirstLoadTimes != 4 || b.AtLeast.Grace != 0.5 || b.String() != "4 x the first load, at least 0.5g" {
+		t.Errorf("reloadBound %+v (%s)", b, b)
 	}
 }
 
@@ -146,9 +162,9 @@ func TestCatalog(t *testing.T) {
 		for _, a := range s.Actions {
 			switch {
 			case a.Kind == ActReboot && s.Precondition == "fast" && s.Expect["legacy"].Outcome == Fail:
-				covered["fast "+string(cmp.Or(a.Mode, RebootReset))] = true
+				covered["fast "+string(cmp.Or(a.Mode, nodeapi.RebootReset))] = true
 			case a.Kind == ActReboot && s.Precondition == "slow":
-				covered["slow "+string(cmp.Or(a.Mode, RebootReset))] = true
+				covered["slow "+string(cmp.Or(a.Mode, nodeapi.RebootReset))] = true
 			case a.Kind == ActPauseNode:
 				covered["pause"] = true
 			}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootproof/bootproof/nodeapi"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -118,7 +119,7 @@ func TestRebootMetricsFromRecord(t *testing.T) {
 		spec:     map[string][]Module{"n0": {{Name: "dummy", ModuleName: "dummy"}}},
 		baseBoot: map[string]string{"n0": "a"},
 		disrupted: []disruption{{kind: "reboot", node: "n0", start: at(10), end: at(12), downtime: 2 * time.Second, completed: true,
-			outcome: RebootOutcome{OldBootID: "a", NewBootID: "b"}}}}
+			outcome: nodeapi.RebootOutcome{OldBootID: "a", NewBootID: "b"}}}}
 	r := Record{Nodes: map[string]NodeRecord{"n0": {
 		BootSeen:      map[string]time.Time{"a": at(1), "b": at(12.5)},
 		TruthBootSeen: map[string]time.Time{"a": at(1), "b": at(12), "c": at(30)},

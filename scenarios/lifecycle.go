@@ -7,10 +7,12 @@ import (
 	"slices"
 	"time"
 
+	"github.com/bootproof/bootproof/nodeapi"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // run is one case: set up its namespace, observer and nodes, start the
@@ -22,6 +24,13 @@ func (c *caseRun) run(ctx context.Context) (retErr error) {
 		if err := c.teardown(); err != nil && retErr == nil {
 			c.log.Error(err, "teardown")
 		}
+	}()
+	// A disruption still in flight when the case ends early (a reboot
+	// with wait: false, a failed wait) ends with ctx and is joined before
+	// the teardown: the case leaves no goroutine behind.
+	defer func() {
+		cancel()
+		c.waitInflight(c.names)
 	}()
 	req, err := c.setup(ctx)
 	if c.obs != nil {
@@ -51,16 +60,26 @@ func (c *caseRun) run(ctx context.Context) (retErr error) {
 	return c.judge(ctx, aborted)
 }
 
+// newClients makes the clients a case uses: the engine's clients when a
+// test set them, else clients of rc.
+func (e *Engine) newClients(rc *rest.Config) (kubernetes.Interface, dynamic.Interface, error) {
+	if e.clients != nil {
+		return e.clients()
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, nil, err
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	return cs, dyn, err
+}
+
 // setup makes the clients and the case's namespace, lets the subject
 // prepare, and starts the observer (its watches stop with ctx).
 func (c *caseRun) setup(ctx context.Context) (SubjectRequest, error) {
 	req := SubjectRequest{Selector: c.selector(), Namespace: c.ns}
-	rc := c.e.Cluster.RESTConfig()
 	var err error
-	if c.cs, err = kubernetes.NewForConfig(rc); err != nil {
-		return req, infra("client: %w", err)
-	}
-	if c.dyn, err = dynamic.NewForConfig(rc); err != nil {
+	if c.cs, c.dyn, err = c.e.newClients(c.e.Cluster.RESTConfig()); err != nil {
 		return req, infra("client: %w", err)
 	}
 	if _, err := c.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.ns, Labels: c.labels()}}, metav1.CreateOptions{}); err != nil {
@@ -85,7 +104,7 @@ func (c *caseRun) setup(ctx context.Context) (SubjectRequest, error) {
 // boot its kernel is in.
 func (c *caseRun) provision(ctx context.Context) error {
 	var err error
-	c.nodes, err = c.e.Backend.Provision(ctx, ProvisionRequest{Names: c.names, Labels: c.labels(), Timing: c.s.Timing,
+	c.nodes, err = c.e.Backend.Provision(ctx, nodeapi.ProvisionRequest{Names: c.names, Labels: c.labels(), Timing: c.s.Timing,
 		PodLatency: c.s.PodLatency.Resolve(c.grace)})
 	if err != nil {
 		return infra("provision %d %s nodes: %w", len(c.names), c.e.Backend.Name(), err)
@@ -156,7 +175,7 @@ func (c *caseRun) judge(ctx context.Context, aborted bool) error {
 	}
 	if !aborted {
 		// Every module expected on a node is loaded in its current boot.
-		if err := c.waitReloaded(ctx, c.names, c.s.Deadline.Resolve(c.grace)); err != nil && !errors.Is(err, errAborted) {
+		if err := c.waitReloaded(ctx, "the final check", c.names, c.s.Deadline.Resolve(c.grace)); err != nil && !errors.Is(err, errAborted) {
 			return err
 		}
 	}
@@ -168,6 +187,7 @@ func (c *caseRun) judge(ctx context.Context, aborted bool) error {
 		return err
 	}
 	c.checkPrecondition()
+	c.checkReload()
 	c.checkExtraWork()
 	err := c.checkConsistency(ctx, !c.failed())
 	c.judgedAt = time.Now()

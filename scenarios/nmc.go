@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bootproof/bootproof/contract"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -83,7 +84,7 @@ func (b NMCBuilder) Entries(mods []Module) []NMCModule {
 			Name: m.Name, Namespace: b.Namespace, ServiceAccountName: WorkerServiceAccount,
 			// Simulated nodes are tainted NoSchedule and NoExecute; the
 			// worker pods must still run there.
-			Tolerations: SimulatedTolerations(),
+			Tolerations: contract.SimulatedTolerations(),
 			Config: NMCModuleConfig{
 				KernelVersion:   b.KernelVersion,
 				ContainerImage:  "example.invalid/bootproof/" + m.Name + ":" + b.KernelVersion,
@@ -100,7 +101,7 @@ func (b NMCBuilder) Entries(mods []Module) []NMCModule {
 // entries for mods.
 func (b NMCBuilder) Build(node string, mods []Module) *NodeModulesConfig {
 	return &NodeModulesConfig{
-		TypeMeta:   metav1.TypeMeta{APIVersion: NMCResource.GroupVersion().String(), Kind: "NodeModulesConfig"},
+		TypeMeta:   metav1.TypeMeta{APIVersion: contract.NMCResource.GroupVersion().String(), Kind: "NodeModulesConfig"},
 		ObjectMeta: metav1.ObjectMeta{Name: node, Labels: maps.Clone(b.Labels)},
 		Spec:       NMCSpec{Modules: b.Entries(mods)},
 	}
@@ -143,7 +144,7 @@ func (c *caseRun) writeNMC(ctx context.Context, node string, create bool) error 
 	if err != nil {
 		return err
 	}
-	res := c.dyn.Resource(NMCResource)
+	res := c.dyn.Resource(contract.NMCResource)
 	if create {
 		if _, err := res.Create(ctx, u, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create NodeModulesConfig %s: %w", node, err)

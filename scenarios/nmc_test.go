@@ -3,14 +3,16 @@ package scenarios
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/bootproof/bootproof/contract"
 )
 
 // The builder writes every field upstream's schema requires, explicitly,
 // and nothing the engine does not set.
 func TestNMCBuilder(t *testing.T) {
-	b := NMCBuilder{Namespace: "bp-abc123", KernelVersion: "6.1.0-28-amd64", Labels: map[string]string{CaseLabel: "abc123"}}
+	b := NMCBuilder{Namespace: "bp-abc123", KernelVersion: "6.1.0-28-amd64", Labels: map[string]string{contract.CaseLabel: "abc123"}}
 	n := b.Build("n0", []Module{{Name: "dummy", ModuleName: "dummy"}, {Name: "with-order", ModuleName: "with_order", LoadingOrder: []string{"with_order", "dep"}}})
-	b.Labels[CaseLabel] = "changed" // the object keeps its own copy
+	b.Labels[contract.CaseLabel] = "changed" // the object keeps its own copy
 	u, err := n.Unstructured()
 	if err != nil {
 		t.Fatal(err)
@@ -19,7 +21,7 @@ func TestNMCBuilder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"apiVersion":"kmm.sigs.x-k8s.io/v1beta1","kind":"NodeModulesConfig","metadata":{"labels":{"` + CaseLabel + `":"abc123"},"name":"n0"},` +
+	want := `{"apiVersion":"kmm.sigs.x-k8s.io/v1beta1","kind":"NodeModulesConfig","metadata":{"labels":{"` + contract.CaseLabel + `":"abc123"},"name":"n0"},` +
 		`"spec":{"modules":[` +
 		`{"config":{"containerImage":"example.invalid/bootproof/dummy:6.1.0-28-amd64","imagePullPolicy":"IfNotPresent","insecurePull":false,"kernelVersion":"6.1.0-28-amd64","modprobe":{"moduleName":"dummy"}},` +
 		`"name":"dummy","namespace":"bp-abc123","serviceAccountName":"default","tolerations":[{"effect":"NoSchedule","key":"bootproof.dev/simulated","operator":"Exists"},{"effect":"NoExecute","key":"bootproof.dev/simulated","operator":"Exists"}]},` +

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bootproof/bootproof/contract"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,15 +36,6 @@ type Truth struct {
 // ok is false when there is none yet.
 type TruthReader func(*coordinationv1.Lease) (t Truth, ok bool, err error)
 
-// Worker-pod contract fields the observer reads (upstream KMM's names;
-// harness/contract_test.go pins them against kmm and fakes).
-const (
-	// WorkerActionLabel marks a worker pod and says what it does.
-	WorkerActionLabel = "kmm.node.kubernetes.io/worker-action"
-	// WorkerConfigAnnotation holds the worker's ModuleConfig YAML.
-	WorkerConfigAnnotation = "kmm.node.kubernetes.io/worker-config"
-)
-
 // StatusEntry is one NodeModulesConfig status entry.
 type StatusEntry struct {
 	Name          string
@@ -57,6 +49,7 @@ type StatusEntry struct {
 type podObs struct {
 	name, node, action, moduleName string
 	created                        time.Time
+	runningAt, succeededAt         time.Time // first seen so (zero: never)
 	phase                          corev1.PodPhase
 	running, succeeded, deleted    bool
 	loadBoot                       string // boot the action ran in
@@ -84,6 +77,7 @@ type nodeObs struct {
 	spec          []StatusEntry
 	lastModule    map[string]time.Time // first observation of module loaded, per boot+module
 	truthBootSeen map[string]time.Time // when each boot ID was first in the ground truth
+	truths        []TruthSeen          // every ground truth, in the order seen
 }
 
 // Observer watches one case's Nodes, Leases, worker pods and
@@ -169,20 +163,20 @@ func (o *Observer) run(ctx context.Context, cs kubernetes.Interface, dyn dynamic
 	// that installs its CRD as it starts may not have done so yet: wait.
 	var missing error
 	_ = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, crdWait, true, func(ctx context.Context) (bool, error) {
-		_, err := dyn.Resource(NMCResource).List(ctx, metav1.ListOptions{Limit: 1, LabelSelector: sel})
+		_, err := dyn.Resource(contract.NMCResource).List(ctx, metav1.ListOptions{Limit: 1, LabelSelector: sel})
 		if missing = nil; apierrors.IsNotFound(err) {
 			missing = err
 		}
 		return missing == nil, nil
 	})
 	if missing != nil {
-		return fmt.Errorf("observer: the cluster does not serve %s within %s (is its CRD installed? the subject, or a subject file's crds, installs it): %w", NMCResource.GroupResource(), crdWait, missing)
+		return fmt.Errorf("observer: the cluster does not serve %s within %s (is its CRD installed? the subject, or a subject file's crds, installs it): %w", contract.NMCResource.GroupResource(), crdWait, missing)
 	}
 	withSel := func(o metav1.ListOptions) metav1.ListOptions { o.LabelSelector = sel; return o }
 	nodes := cs.CoreV1().Nodes()
 	leases := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease)
 	pods := cs.CoreV1().Pods(namespace)
-	nmcs := dyn.Resource(NMCResource)
+	nmcs := dyn.Resource(contract.NMCResource)
 	informers := []struct {
 		what string
 		obj  runtime.Object

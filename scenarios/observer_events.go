@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bootproof/bootproof/contract"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -66,6 +67,7 @@ func (o *Observer) onLease(obj any) {
 	}
 	if s.truth == nil || s.truth.BootID != t.BootID || !maps.Equal(modNames(s.truth.Modules), modNames(t.Modules)) {
 		s.truth, s.truthAt = &t, now
+		s.truths = append(s.truths, TruthSeen{At: now, BootID: t.BootID, Modules: sortedKeys(t.Modules)})
 		if _, seen := s.truthBootSeen[t.BootID]; !seen {
 			s.truthBootSeen[t.BootID] = now
 		}
@@ -101,7 +103,7 @@ func (o *Observer) onPod(obj any) {
 	if !ok || !o.nodes[p.Spec.NodeName] {
 		return
 	}
-	action, isWorker := p.Labels[WorkerActionLabel]
+	action, isWorker := p.Labels[contract.WorkerActionLabel]
 	if !isWorker {
 		return
 	}
@@ -119,11 +121,11 @@ func (o *Observer) onPod(obj any) {
 		po.phase = p.Status.Phase
 		o.record(TraceEvent{Kind: TracePod, Node: po.node, Pod: p.Name, Module: po.moduleName, Detail: action + " " + string(p.Status.Phase)}, now)
 	}
-	if p.Status.Phase == corev1.PodRunning {
-		po.running = true
+	if p.Status.Phase == corev1.PodRunning && !po.running {
+		po.running, po.runningAt = true, now
 	}
 	if p.Status.Phase == corev1.PodSucceeded && !po.succeeded {
-		po.succeeded = true
+		po.succeeded, po.succeededAt = true, now
 		boot, mods := terminationBoot(p)
 		if boot == "" {
 			// A worker that reports no boot (upstream KMM's): the boot

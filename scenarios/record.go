@@ -34,6 +34,16 @@ type NodeRecord struct {
 	// ModuleSeen is the first observation of each module loaded, keyed
 	// "boot/module".
 	ModuleSeen map[string]time.Time
+	// Truths is every ground truth the node's kernel published, in the
+	// order seen: each holds from its At until the next one's.
+	Truths []TruthSeen
+}
+
+// TruthSeen is one ground truth of a node's kernel as first observed.
+type TruthSeen struct {
+	At      time.Time
+	BootID  string
+	Modules []string // sorted
 }
 
 // bootAt is a boot ID and when it was first seen.
@@ -57,6 +67,23 @@ func (o *Observer) Record() Record {
 	return r
 }
 
+// waitRecord is the part of a Record a wait of nodes is judged on (their
+// boots and ground truths, and the worker pods), for the polls.
+func (o *Observer) waitRecord(nodes []string) Record {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	r := Record{Nodes: make(map[string]NodeRecord, len(nodes))}
+	for _, n := range nodes {
+		if s, ok := o.state[n]; ok {
+			r.Nodes[n] = NodeRecord{BootSeen: maps.Clone(s.bootSeen), TruthBootSeen: maps.Clone(s.truthBootSeen), Truths: slices.Clone(s.truths)}
+		}
+	}
+	for _, p := range o.pods {
+		r.Pods = append(r.Pods, *p)
+	}
+	return r
+}
+
 // NodeRecord returns a copy of node's history.
 func (o *Observer) NodeRecord(node string) NodeRecord {
 	o.mu.Lock()
@@ -70,7 +97,8 @@ func (o *Observer) nodeRecordLocked(node string) NodeRecord {
 		return NodeRecord{}
 	}
 	return NodeRecord{NotReadyAt: slices.Clone(s.notReadyAt), RenewSeen: slices.Clone(s.renewSeen),
-		BootSeen: maps.Clone(s.bootSeen), TruthBootSeen: maps.Clone(s.truthBootSeen), ModuleSeen: maps.Clone(s.lastModule)}
+		BootSeen: maps.Clone(s.bootSeen), TruthBootSeen: maps.Clone(s.truthBootSeen), ModuleSeen: maps.Clone(s.lastModule),
+		Truths: slices.Clone(s.truths)}
 }
 
 // FirstSeen is when boot was first seen by either source (zero: never).

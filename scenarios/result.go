@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -62,12 +63,15 @@ type CaseResult struct {
 	// ran alone because it pauses a subject other cases share).
 	Notes []string `json:"notes,omitempty"`
 	// StartedAt is when the case started.
-	StartedAt     time.Time         `json:"started_at,omitzero"`
-	DurationMS    int64             `json:"duration_ms"`
-	GracePeriodMS int64             `json:"grace_period_ms"`
-	Assertions    []AssertionResult `json:"assertions"`
-	Reboots       []RebootMetric    `json:"reboots"`
-	Trace         []TraceEvent      `json:"-"`
+	StartedAt     time.Time `json:"started_at,omitzero"`
+	DurationMS    int64     `json:"duration_ms"`
+	GracePeriodMS int64     `json:"grace_period_ms"`
+	// ReloadBound is how long reload waits lasted, the same for every
+	// subject (nil for a case that did not run).
+	ReloadBound *ReloadBoundResult `json:"reload_bound,omitempty"`
+	Assertions  []AssertionResult  `json:"assertions"`
+	Reboots     []RebootMetric     `json:"reboots"`
+	Trace       []TraceEvent       `json:"-"`
 }
 
 // AssertionResult is one assertion's outcome.
@@ -75,6 +79,43 @@ type AssertionResult struct {
 	Name    string `json:"name"`
 	OK      bool   `json:"ok"`
 	Message string `json:"message,omitempty"`
+	// Reloads, for a reload assertion that holds, is every reload it
+	// judged: each node's latency in each new boot.
+	Reloads []ReloadLatency `json:"reloads,omitempty"`
+}
+
+// ReloadBoundResult is the reload bound a case ran with (ReloadBound).
+type ReloadBoundResult struct {
+	// Rule is the scenario's bound: "10 x the first load, at least 5s".
+	Rule string `json:"rule"`
+	// FirstLoadMS is the case's measured first load; -1 when it was not
+	// measured (no wait held before a reboot), and then every wait had
+	// its full timeout.
+	FirstLoadMS int64 `json:"first_load_ms"`
+	// BoundMS is the timeout a reload wait with the scenario's deadline
+	// got once the first load was measured; -1 when it was not.
+	BoundMS int64 `json:"bound_ms"`
+	// DeadlineMS is the scenario's deadline, every wait's timeout before
+	// the first load was measured (a wait's own timeout replaces it).
+	DeadlineMS int64 `json:"deadline_ms"`
+}
+
+// String says what the bound was: "5s (10 x the first load 0.52s, at
+// least 5s; the deadline 30s before it was measured)".
+func (b ReloadBoundResult) String() string {
+	return b.Format(func(d time.Duration) string { return d.String() })
+}
+
+// Format writes the bound with format for its durations (a report's
+// rounding, say).
+func (b ReloadBoundResult) Format(format func(time.Duration) string) string {
+	dl := format(time.Duration(b.DeadlineMS) * time.Millisecond)
+	if b.FirstLoadMS < 0 {
+		return "the deadline " + dl + " (" + b.Rule + ", but no first load was measured before a reboot)"
+	}
+	bound := time.Duration(b.BoundMS) * time.Millisecond
+	first := time.Duration(b.FirstLoadMS) * time.Millisecond
+	return fmt.Sprintf("%s (%s: first load %s; the deadline %s caps it)", format(bound), b.Rule, format(first), dl)
 }
 
 // RebootMetric describes one reboot of one node.

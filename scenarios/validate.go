@@ -42,6 +42,13 @@ func (s *Scenario) validate(doc *yaml.Node) error {
 	if !s.Deadline.Set {
 		s.Deadline = Duration{Abs: 30 * time.Second, Set: true}
 	}
+	if b := s.ReloadBound; b.FirstLoadTimes != 0 && (b.FirstLoadTimes < 1 || b.FirstLoadTimes > MaxReloadTimes) {
+		return bad("reloadBound", fmt.Sprintf("firstLoadTimes %v: accepted: %d to %d (a reload is given at least as long as the first load took)", b.FirstLoadTimes, 1, MaxReloadTimes))
+	}
+	if b := s.ReloadBound; b.AtLeast.Set && b.AtLeast.Resolve(time.Second) <= 0 {
+		return bad("reloadBound", "atLeast 0: accepted: a positive duration (e.g. 5s or 0.5g)")
+	}
+	s.ReloadBound = s.ReloadBound.withDefaults()
 	if msg := s.validateExpect(); msg != "" {
 		return bad("expect", msg)
 	}

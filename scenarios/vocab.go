@@ -1,7 +1,5 @@
 package scenarios
 
-import "slices"
-
 // ActionKind names a step of a scenario's timeline: the key of a one-key
 // mapping under actions. Each kind's parameters, checks and behaviour are
 // one entry of the action table (actions.go).
@@ -23,30 +21,6 @@ const (
 	ActUpdateKernel   ActionKind = "update-kernel-version"
 	ActSleep          ActionKind = "sleep"
 )
-
-// RebootMode is how a node reboots. Every backend supports RebootReset; a
-// NodeSet that supports more says so through the RebootModes capability.
-type RebootMode string
-
-// Reboot modes.
-const (
-	// RebootReset is a hard reset (the default).
-	RebootReset RebootMode = "reset"
-	// RebootGuest is a reboot the guest asks for (reboot(2)).
-	RebootGuest RebootMode = "guest"
-	// RebootPanic is a kernel panic that reboots (panic=1).
-	RebootPanic RebootMode = "panic"
-	// RebootPowerCycle is power off, stay off for the downtime, power on.
-	RebootPowerCycle RebootMode = "power-cycle"
-)
-
-// AllRebootModes lists every reboot mode a scenario may ask for.
-func AllRebootModes() []RebootMode {
-	return []RebootMode{RebootReset, RebootGuest, RebootPanic, RebootPowerCycle}
-}
-
-// Valid reports whether m is a known mode; the empty mode means reset.
-func (m RebootMode) Valid() bool { return m == "" || slices.Contains(AllRebootModes(), m) }
 
 // Names of the subjects bootproof ships. A scenario's expect map may name
 // them; a subject file names itself and states its own expectations.

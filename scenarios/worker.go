@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/bootproof/bootproof/contract"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -15,7 +16,7 @@ func moduleNameOf(p *corev1.Pod) string {
 			ModuleName string `json:"moduleName"`
 		} `json:"modprobe"`
 	}
-	_ = yaml.Unmarshal([]byte(p.Annotations[WorkerConfigAnnotation]), &c)
+	_ = yaml.Unmarshal([]byte(p.Annotations[contract.WorkerConfigAnnotation]), &c)
 	return c.Modprobe.ModuleName
 }
 
@@ -24,7 +25,7 @@ func moduleNameOf(p *corev1.Pod) string {
 // worker wrote none.
 func terminationBoot(p *corev1.Pod) (string, []string) {
 	for _, s := range p.Status.ContainerStatuses {
-		if s.Name != "worker" || s.State.Terminated == nil {
+		if s.Name != contract.WorkerContainerName || s.State.Terminated == nil {
 			continue
 		}
 		var m struct {

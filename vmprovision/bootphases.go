@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/vmprovision/agentapi"
 )
 
@@ -13,7 +13,7 @@ import (
 // agent reports (agentapi.BootTimes), placed on the host's clock.
 type BootTimeline struct {
 	Node      string
-	Mode      scenarios.RebootMode
+	Mode      nodeapi.RebootMode
 	OldBootID string
 	NewBootID string
 	// Reset is when the host reset the domain (asked the guest to

@@ -8,7 +8,7 @@ import (
 	"github.com/bootproof/bootproof/vmprovision/agentapi"
 )
 
-// PauseNode implements scenarios.NodePauser: the domain is paused for d
+// PauseNode implements nodeapi.NodePauser: the domain is paused for d
 // (a frozen machine: no heartbeat, no process runs) and resumed in the
 // same boot; an error if the boot ID changed.
 func (ns *NodeSet) PauseNode(ctx context.Context, node string, d time.Duration) error {
@@ -38,7 +38,7 @@ func (ns *NodeSet) PauseNode(ctx context.Context, node string, d time.Duration) 
 	return nil
 }
 
-// NetworkBlip implements scenarios.NetworkBlipper: the node's NIC link is
+// NetworkBlip implements nodeapi.NetworkBlipper: the node's NIC link is
 // down for d (the guest sees no carrier; nothing reaches the API server)
 // and up again, in the same boot.
 func (ns *NodeSet) NetworkBlip(ctx context.Context, node string, d time.Duration) error {
@@ -82,7 +82,7 @@ func (ns *NodeSet) NetworkBlip(ctx context.Context, node string, d time.Duration
 	return nil
 }
 
-// RestartKubelet implements scenarios.KubeletRestarter: the agent stops
+// RestartKubelet implements nodeapi.KubeletRestarter: the agent stops
 // its kubelet, waits downtime and starts it again in the same boot.
 func (ns *NodeSet) RestartKubelet(ctx context.Context, node string, downtime time.Duration) error {
 	n, err := ns.node(node)

@@ -6,16 +6,14 @@
 //
 // The pieces:
 //
-//   - RealKernel implements fakes.Kernel over the running Linux kernel:
-//     the boot ID from /proc/sys/kernel/random/boot_id, the release from
-//     uname(2), modprobe-like Load (modules.dep order, dependencies first,
-//     finit_module(2), MODULE_INIT_COMPRESSED_FILE for .ko.xz/.zst/.gz,
-//     EEXIST is success) and Unload (delete_module(2)), the loaded set
-//     from /proc/modules. Its root is injectable for tests.
-//   - AgentConfig is the guest agent's configuration (node name, API
-//     server as the guest reaches it, PEM credentials, timing, network);
-//     the agent itself is package vmprovision/agent and
-//     cmd/bootproof-agent.
+//   - Package vmprovision/guest holds what the guest runs, so that the
+//     agent (package vmprovision/agent, cmd/bootproof-agent) links none
+//     of the host's side (image builder, libvirt XML, the engine):
+//     guest.RealKernel implements fakes.Kernel over the running Linux
+//     kernel, and guest.AgentConfig is the agent's configuration (node
+//     name, API server as the guest reaches it, PEM credentials, timing,
+//     guest.Network). The host resolves an image's modules with the same
+//     code (guest.TreeKernel).
 //   - FetchDebianKernel downloads the kernel behind linux-image-amd64 with
 //     apt-get into a cache directory, unpacks it with dpkg-deb and runs
 //     depmod -b. PlanImage/BuildImage build the main initramfs in Go
@@ -27,7 +25,7 @@
 //   - DomainXML renders a node's libvirt domain (direct kernel boot, TCG
 //     or KVM, serial console to a file, a user-mode virtio NIC with the
 //     agent's control port forwarded to 127.0.0.1). Backend and NodeSet
-//     implement scenarios.NodeBackend and scenarios.NodeSet over a
+//     implement nodeapi.NodeBackend and nodeapi.NodeSet over a
 //     Hypervisor; the libvirt Hypervisor (ConnectLibvirt, cgo) is behind
 //     the libvirt build tag so the rest builds without libvirt headers.
 //     A reboot's downtime is the whole time the node is down: the domain

@@ -41,7 +41,7 @@ type DomainSpec struct {
 	// ControlPort is the host port (on 127.0.0.1) forwarded to the agent's
 	// control port in the guest.
 	ControlPort int
-	// GuestControlPort defaults to DefaultAgentControlPort.
+	// GuestControlPort defaults to guest.DefaultAgentControlPort.
 	GuestControlPort int
 	// Description is the domain's description: who owns it, so that a
 	// sweep can find the domains of runs that died (see Libvirt.Sweep).

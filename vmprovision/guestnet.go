@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/bootproof/bootproof/vmprovision/guest"
 )
 
 // A guest reaches the host only through what QEMU's user-mode network
@@ -79,7 +81,7 @@ type NetdevSpec struct {
 	// ID is the netdev id; empty means NetdevID.
 	ID string
 	// ControlPort is the host port (on 127.0.0.1) forwarded to the
-	// agent's GuestControlPort (0: DefaultAgentControlPort).
+	// agent's GuestControlPort (0: guest.DefaultAgentControlPort).
 	ControlPort      int
 	GuestControlPort int
 	// APIServer is the host:port the guest's connections to
@@ -99,7 +101,7 @@ func (s NetdevSpec) Netdev() (string, error) {
 		s.ID = NetdevID
 	}
 	if s.GuestControlPort == 0 {
-		s.GuestControlPort = DefaultAgentControlPort
+		s.GuestControlPort = guest.DefaultAgentControlPort
 	}
 	if s.Forwarder == "" {
 		s.Forwarder = DefaultForwarder

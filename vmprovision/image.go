@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/bootproof/bootproof/vmprovision/guest"
 	"github.com/cavaliergopher/cpio"
 )
 
@@ -120,16 +121,16 @@ func PlanImage(spec ImageSpec) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plan image: %w", err)
 	}
-	dep, err := ParseModulesDep(f)
+	dep, err := guest.ParseModulesDep(f)
 	f.Close()
 	if err != nil {
 		return nil, fmt.Errorf("plan image: %s: %w", depPath, err)
 	}
 	// Resolve with the same code the guest uses, over the host tree.
-	k := &RealKernel{root: spec.Kernel.Root, version: spec.Kernel.Version, dep: dep, builtin: readBuiltin(spec.Kernel.ModuleDir())}
+	k := guest.TreeKernel(spec.Kernel.Root, spec.Kernel.Version, dep)
 	var order []string
 	for _, m := range mods {
-		o, err := k.loadOrder(ModuleName(m))
+		o, err := k.LoadOrder(m)
 		if err != nil {
 			return nil, fmt.Errorf("plan image: module %s for kernel %s: %w", m, spec.Kernel.Version, err)
 		}
@@ -349,7 +350,7 @@ func BuildImage(spec ImageSpec, cacheDir string) (*Image, error) {
 }
 
 // NodeFiles are the per-node entries: the agent configuration.
-func NodeFiles(cfg AgentConfig) ([]ImageFile, error) {
+func NodeFiles(cfg guest.AgentConfig) ([]ImageFile, error) {
 	if err := cfg.Default(); err != nil {
 		return nil, err
 	}
@@ -357,12 +358,12 @@ func NodeFiles(cfg AgentConfig) ([]ImageFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return withParents([]ImageFile{{Path: AgentConfigPath, Mode: 0o600, Data: b}}), nil
+	return withParents([]ImageFile{{Path: guest.AgentConfigPath, Mode: 0o600, Data: b}}), nil
 }
 
 // WriteNodeInitramfs writes the per-node initramfs (uncompressed cpio with
 // the agent configuration), to be appended to the main image.
-func WriteNodeInitramfs(w io.Writer, cfg AgentConfig) error {
+func WriteNodeInitramfs(w io.Writer, cfg guest.AgentConfig) error {
 	files, err := NodeFiles(cfg)
 	if err != nil {
 		return err
@@ -376,7 +377,7 @@ func WriteNodeInitramfs(w io.Writer, cfg AgentConfig) error {
 // WriteBootInitramfs writes the initramfs a node boots with: the main
 // image followed by the node's archive (the kernel unpacks concatenated
 // archives in order).
-func WriteBootInitramfs(dst string, img *Image, cfg AgentConfig) error {
+func WriteBootInitramfs(dst string, img *Image, cfg guest.AgentConfig) error {
 	out, err := os.OpenFile(dst, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
 		return fmt.Errorf("node %s initramfs: %w", cfg.NodeName, err)

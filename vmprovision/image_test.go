@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bootproof/bootproof/vmprovision/guest"
 	"github.com/cavaliergopher/cpio"
 )
 
@@ -232,10 +233,7 @@ func TestBuildImage(t *testing.T) {
 }
 
 func TestNodeInitramfs(t *testing.T) {
-	cfg, err := DecodeAgentConfig(strings.NewReader(agentJSON(t, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := testAgentConfig(t)
 	var b bytes.Buffer
 	if err := WriteNodeInitramfs(&b, cfg); err != nil {
 		t.Fatal(err)
@@ -244,14 +242,14 @@ func TestNodeInitramfs(t *testing.T) {
 	if want := []string{"etc", "etc/bootproof", "etc/bootproof/agent.json"}; !slices.Equal(order, want) {
 		t.Errorf("entries %v, want %v", order, want)
 	}
-	back, err := DecodeAgentConfig(strings.NewReader(got["etc/bootproof/agent.json"]))
+	back, err := guest.DecodeAgentConfig(strings.NewReader(got["etc/bootproof/agent.json"]))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if back.NodeName != "vm-0" || back.APIServer != cfg.APIServer {
 		t.Errorf("config in the image: %+v", back)
 	}
-	if err := WriteNodeInitramfs(io.Discard, AgentConfig{NodeName: "vm-1"}); err == nil || !strings.Contains(err.Error(), "vm-1") {
+	if err := WriteNodeInitramfs(io.Discard, guest.AgentConfig{NodeName: "vm-1"}); err == nil || !strings.Contains(err.Error(), "vm-1") {
 		t.Errorf("invalid config: err = %v", err)
 	}
 }
@@ -262,10 +260,7 @@ func TestWriteBootInitramfs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := DecodeAgentConfig(strings.NewReader(agentJSON(t, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := testAgentConfig(t)
 	dst := filepath.Join(t.TempDir(), "vm-0.initrd")
 	if err := WriteBootInitramfs(dst, img, cfg); err != nil {
 		t.Fatal(err)

@@ -15,9 +15,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/vmprovision"
 	"github.com/bootproof/bootproof/vmprovision/agentapi"
+	"github.com/bootproof/bootproof/vmprovision/guest"
 )
 
 // TestVMIsolation boots two libvirt VM nodes (TCG) and shows from inside
@@ -36,7 +37,7 @@ func TestVMIsolation(t *testing.T) {
 	fx := newVMFixture(ctx, t)
 	b, _ := fx.libvirtBackend(t, "iso")
 	start := time.Now()
-	set, err := b.Provision(ctx, scenarios.ProvisionRequest{Names: []string{"vm-0", "vm-1"}, Timing: "fast"})
+	set, err := b.Provision(ctx, nodeapi.ProvisionRequest{Names: []string{"vm-0", "vm-1"}, Timing: "fast"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestVMIsolation(t *testing.T) {
 	// own agent.
 	for what, addr := range map[string]string{
 		"api server forward": net.JoinHostPort(vmprovision.GuestAPIServerAddress, strconv.Itoa(vmprovision.GuestAPIServerPort)),
-		"own agent":          "127.0.0.1:" + strconv.Itoa(vmprovision.DefaultAgentControlPort),
+		"own agent":          "127.0.0.1:" + strconv.Itoa(guest.DefaultAgentControlPort),
 	} {
 		if d := dial(what, addr); !d.Connected {
 			t.Errorf("vm-0 cannot reach its %s %s: %s", what, addr, d.Error)

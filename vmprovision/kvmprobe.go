@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bootproof/bootproof/vmprovision/agentapi"
+	"github.com/bootproof/bootproof/vmprovision/guest"
 )
 
 // AgentBootLogLine is what the agent writes to the console once it runs
@@ -29,7 +30,7 @@ func ProbeKVM(ctx context.Context, hv Hypervisor, img *Image, dir, owner string,
 		return false, fmt.Errorf("kvm probe: %w", err)
 	}
 	// The probe reaches nothing: no API server forward.
-	cfg := AgentConfig{NodeName: "kvm-probe", APIServer: "https://" + GuestAPIServerAddress + ":1", CAData: pem, CertData: pem, KeyData: pem, ControlSecret: secret}
+	cfg := guest.AgentConfig{NodeName: "kvm-probe", APIServer: "https://" + GuestAPIServerAddress + ":1", CAData: pem, CertData: pem, KeyData: pem, ControlSecret: secret}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return false, fmt.Errorf("kvm probe: %w", err)
 	}

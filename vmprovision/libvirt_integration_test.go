@@ -12,7 +12,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/vmprovision"
 )
 
@@ -31,7 +31,7 @@ func TestLibvirtRebootModes(t *testing.T) {
 	run, dir := b.RunID, b.Dir
 	const node = "vm-0"
 	start := time.Now()
-	set, err := b.Provision(ctx, scenarios.ProvisionRequest{Names: []string{node}, Timing: "fast"})
+	set, err := b.Provision(ctx, nodeapi.ProvisionRequest{Names: []string{node}, Timing: "fast"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestLibvirtRebootModes(t *testing.T) {
 			t.Fatal(err)
 		}
 		t0 := time.Now()
-		var out scenarios.RebootOutcome
+		var out nodeapi.RebootOutcome
 		rebooted := true
 		switch tt.mode {
 		case "pause", "network-blip", "restart-kubelet":
@@ -81,7 +81,7 @@ func TestLibvirtRebootModes(t *testing.T) {
 				out.NewBootID = s.BootID
 			}
 		default:
-			out, err = ns.Reboot(ctx, node, scenarios.RebootRequest{Mode: scenarios.RebootMode(tt.mode), Downtime: tt.downtime})
+			out, err = ns.Reboot(ctx, node, nodeapi.RebootRequest{Mode: nodeapi.RebootMode(tt.mode), Downtime: tt.downtime})
 		}
 		if err != nil {
 			t.Fatalf("%s: %v", tt.mode, err)
@@ -161,7 +161,7 @@ func TestLibvirtResetBench(t *testing.T) {
 			return c.RESTConfig, nil
 		},
 	}
-	set, err := b.Provision(ctx, scenarios.ProvisionRequest{Names: []string{"vm-0"}, Timing: "fast"})
+	set, err := b.Provision(ctx, nodeapi.ProvisionRequest{Names: []string{"vm-0"}, Timing: "fast"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestLibvirtResetBench(t *testing.T) {
 	var back, loaded []time.Duration
 	for i := range 5 {
 		t0 := time.Now()
-		if _, err := ns.Reboot(ctx, "vm-0", scenarios.RebootRequest{Mode: vmprovision.RebootReset}); err != nil {
+		if _, err := ns.Reboot(ctx, "vm-0", nodeapi.RebootRequest{Mode: vmprovision.RebootReset}); err != nil {
 			t.Fatal(err)
 		}
 		back = append(back, time.Since(t0))

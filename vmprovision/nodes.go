@@ -18,8 +18,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/vmprovision/agentapi"
+	"github.com/bootproof/bootproof/vmprovision/guest"
 )
 
 // Domain is one VM as the hypervisor manages it.
@@ -95,7 +96,7 @@ type Backend struct {
 	timelines []BootTimeline
 }
 
-var _ scenarios.NodeBackend = (*Backend)(nil)
+var _ nodeapi.NodeBackend = (*Backend)(nil)
 
 // BootTimelines returns the timelines of the reboots of every node set of
 // the backend so far whose agent reported its boot's milestones, in the
@@ -112,7 +113,7 @@ func (b *Backend) addTimeline(t BootTimeline) {
 	b.mu.Unlock()
 }
 
-// Name implements scenarios.NodeBackend.
+// Name implements nodeapi.NodeBackend.
 func (b *Backend) Name() string { return "libvirt" }
 
 // vmNode is one running VM node.
@@ -137,17 +138,17 @@ type NodeSet struct {
 }
 
 var (
-	_ scenarios.NodeSet          = (*NodeSet)(nil)
-	_ scenarios.RebootModes      = (*NodeSet)(nil)
-	_ scenarios.RebootChecker    = (*NodeSet)(nil)
-	_ scenarios.NodePauser       = (*NodeSet)(nil)
-	_ scenarios.KubeletRestarter = (*NodeSet)(nil)
-	_ scenarios.NetworkBlipper   = (*NodeSet)(nil)
+	_ nodeapi.NodeSet          = (*NodeSet)(nil)
+	_ nodeapi.RebootModes      = (*NodeSet)(nil)
+	_ nodeapi.RebootChecker    = (*NodeSet)(nil)
+	_ nodeapi.NodePauser       = (*NodeSet)(nil)
+	_ nodeapi.KubeletRestarter = (*NodeSet)(nil)
+	_ nodeapi.NetworkBlipper   = (*NodeSet)(nil)
 )
 
-// Provision implements scenarios.NodeBackend: it writes each node's
+// Provision implements nodeapi.NodeBackend: it writes each node's
 // initramfs, defines and starts its domain and waits for its agent.
-func (b *Backend) Provision(ctx context.Context, req scenarios.ProvisionRequest) (_ scenarios.NodeSet, retErr error) {
+func (b *Backend) Provision(ctx context.Context, req nodeapi.ProvisionRequest) (_ nodeapi.NodeSet, retErr error) {
 	if b.BootTimeout == 0 {
 		b.BootTimeout = 3 * time.Minute
 	}
@@ -219,7 +220,7 @@ func (b *Backend) guestNetwork() (guestNet, error) {
 
 // defineNode makes the node's secret, writes its initramfs and defines
 // its domain.
-func (b *Backend) defineNode(name string, req scenarios.ProvisionRequest, g guestNet) (*vmNode, error) {
+func (b *Backend) defineNode(name string, req nodeapi.ProvisionRequest, g guestNet) (*vmNode, error) {
 	rc, err := b.Credentials(name)
 	if err != nil {
 		return nil, fmt.Errorf("node %s: credentials: %w", name, err)
@@ -228,7 +229,7 @@ func (b *Backend) defineNode(name string, req scenarios.ProvisionRequest, g gues
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", name, err)
 	}
-	cfg := AgentConfig{NodeName: name, APIServer: g.url, TLSServerName: g.serverName, Timing: req.Timing, Labels: req.Labels,
+	cfg := guest.AgentConfig{NodeName: name, APIServer: g.url, TLSServerName: g.serverName, Timing: req.Timing, Labels: req.Labels,
 		CAData: string(rc.CAData), CertData: string(rc.CertData), KeyData: string(rc.KeyData), ControlSecret: secret}
 	initrd := filepath.Join(b.Dir, name+".initrd")
 	if err := WriteBootInitramfs(initrd, b.Image, cfg); err != nil {
@@ -283,7 +284,7 @@ func (ns *NodeSet) node(name string) (*vmNode, error) {
 	return n, nil
 }
 
-// Close implements scenarios.NodeSet: every domain is destroyed and
+// Close implements nodeapi.NodeSet: every domain is destroyed and
 // undefined.
 func (ns *NodeSet) Close() error {
 	ns.mu.Lock()

@@ -3,6 +3,7 @@ package vmprovision
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -17,7 +18,7 @@ import (
 	"github.com/google/uuid"
 	"k8s.io/client-go/rest"
 
-	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/vmprovision/agentapi"
 )
 
@@ -133,10 +134,7 @@ func TestNodeSetRebootModes(t *testing.T) {
 		t.Fatal(err)
 	}
 	hv := &fakeHypervisor{t: t, domains: map[string]*fakeDomain{}}
-	cfg, err := DecodeAgentConfig(strings.NewReader(agentJSON(t, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := testAgentConfig(t)
 	b := &Backend{
 		Hypervisor: hv, Image: img, APIServer: "https://127.0.0.1:6443", Forwarder: "/usr/bin/socat", RunID: "r1", Dir: t.TempDir(), BootTimeout: 10 * time.Second,
 		BootEstimate: 20 * time.Millisecond,
@@ -145,7 +143,7 @@ func TestNodeSetRebootModes(t *testing.T) {
 		},
 	}
 	ctx := context.Background()
-	set, err := b.Provision(ctx, scenarios.ProvisionRequest{Names: []string{"vm-0", "vm-1"}, Timing: "fast"})
+	set, err := b.Provision(ctx, nodeapi.ProvisionRequest{Names: []string{"vm-0", "vm-1"}, Timing: "fast"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +152,7 @@ func TestNodeSetRebootModes(t *testing.T) {
 		t.Errorf("RebootModes = %v", got)
 	}
 	tests := []struct {
-		mode     scenarios.RebootMode
+		mode     nodeapi.RebootMode
 		downtime time.Duration
 		wantOps  []string
 		rebooted bool
@@ -174,7 +172,7 @@ func TestNodeSetRebootModes(t *testing.T) {
 			hv.mu.Lock()
 			hv.ops = nil
 			hv.mu.Unlock()
-			out, err := ns.Reboot(ctx, "vm-1", scenarios.RebootRequest{Mode: tt.mode, Downtime: tt.downtime})
+			out, err := ns.Reboot(ctx, "vm-1", nodeapi.RebootRequest{Mode: tt.mode, Downtime: tt.downtime})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -235,12 +233,12 @@ func TestNodeSetRebootModes(t *testing.T) {
 		}
 	})
 	for _, tt := range []struct {
-		req  scenarios.RebootRequest
+		req  nodeapi.RebootRequest
 		want string
 	}{
-		{scenarios.RebootRequest{Mode: "kexec"}, `unknown mode "kexec": accepted: reset, guest, panic, power-cycle`},
-		{scenarios.RebootRequest{KernelVersion: "6.12.0"}, "booting another kernel version (6.12.0) is not supported"},
-		{scenarios.RebootRequest{NotReadyFor: 2 * time.Second}, "Ready=False blip at kubelet startup (2s) is not supported"},
+		{nodeapi.RebootRequest{Mode: "kexec"}, "cannot reboot in mode kexec (implemented: reset, guest, panic, power-cycle)"},
+		{nodeapi.RebootRequest{KernelVersion: "6.12.0"}, "booting another kernel version (6.12.0) is not supported"},
+		{nodeapi.RebootRequest{NotReadyFor: 2 * time.Second}, "Ready=False blip at kubelet startup (2s) is not supported"},
 	} {
 		if err := ns.CheckReboot(tt.req); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("CheckReboot(%+v) = %v, want %q", tt.req, err, tt.want)
@@ -249,10 +247,30 @@ func TestNodeSetRebootModes(t *testing.T) {
 			t.Errorf("Reboot(%+v) = %v, want %q", tt.req, err, tt.want)
 		}
 	}
-	if err := ns.CheckReboot(scenarios.RebootRequest{Mode: RebootPanic, Downtime: time.Second}); err != nil {
+	// A mode listed in RebootModeNames that Reboot's switch does not do
+	// (a new mode listed before it is implemented) is refused: nothing
+	// happens to the domain, and the error says so.
+	t.Run("listed but not implemented", func(t *testing.T) {
+		const hibernate nodeapi.RebootMode = "hibernate"
+		saved := RebootModeNames
+		RebootModeNames = append(slices.Clone(saved), hibernate)
+		defer func() { RebootModeNames = saved }()
+		hv.mu.Lock()
+		hv.ops = nil
+		hv.mu.Unlock()
+		_, err := ns.Reboot(ctx, "vm-1", nodeapi.RebootRequest{Mode: hibernate})
+		var um *nodeapi.UnsupportedModeError
+		if !errors.As(err, &um) || um.Mode != hibernate || slices.Contains(um.Supported, hibernate) {
+			t.Errorf("Reboot(hibernate) = %v, want an UnsupportedModeError", err)
+		}
+		if len(hv.ops) > 0 {
+			t.Errorf("operations %v for a mode Reboot does not do", hv.ops)
+		}
+	})
+	if err := ns.CheckReboot(nodeapi.RebootRequest{Mode: RebootPanic, Downtime: time.Second}); err != nil {
 		t.Errorf("CheckReboot(panic) = %v", err)
 	}
-	if _, err := ns.Reboot(ctx, "vm-9", scenarios.RebootRequest{}); err == nil || !strings.Contains(err.Error(), "vm-9") {
+	if _, err := ns.Reboot(ctx, "vm-9", nodeapi.RebootRequest{}); err == nil || !strings.Contains(err.Error(), "vm-9") {
 		t.Errorf("unknown node: err = %v", err)
 	}
 	if err := ns.Close(); err != nil {

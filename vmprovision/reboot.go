@@ -6,22 +6,24 @@ import (
 	"slices"
 	"time"
 
-	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/vmprovision/agentapi"
 )
 
-// How a VM node does each reboot mode (scenarios defines the modes).
+// How a VM node does each reboot mode (package nodeapi defines them).
 const (
-	RebootReset      = scenarios.RebootReset      // libvirt reset of the domain
-	RebootGuest      = scenarios.RebootGuest      // the agent calls reboot(2)
-	RebootPanic      = scenarios.RebootPanic      // kernel panic via sysrq, panic=1
-	RebootPowerCycle = scenarios.RebootPowerCycle // destroy, stay off, start
+	RebootReset      = nodeapi.RebootReset      // libvirt reset of the domain
+	RebootGuest      = nodeapi.RebootGuest      // the agent calls reboot(2)
+	RebootPanic      = nodeapi.RebootPanic      // kernel panic via sysrq, panic=1
+	RebootPowerCycle = nodeapi.RebootPowerCycle // destroy, stay off, start
 )
 
-// RebootModeNames are the modes a VM NodeSet supports: all of them.
-// Pausing a node without a reboot (the negative control) is
-// NodeSet.PauseNode.
-var RebootModeNames = scenarios.AllRebootModes()
+// RebootModeNames are the modes a VM NodeSet implements, each a case of
+// NodeSet.Reboot's switch. A mode added to nodeapi is not among them
+// until Reboot does it: until then a VM refuses it, and cases that ask
+// for it are skipped. Pausing a node without a reboot (the negative
+// control) is NodeSet.PauseNode.
+var RebootModeNames = []nodeapi.RebootMode{RebootReset, RebootGuest, RebootPanic, RebootPowerCycle}
 
 // Default natural boot times (reset to the agent answering in the new
 // boot) until a node has measured its own.
@@ -30,8 +32,8 @@ const (
 	DefaultBootEstimateKVM = 2 * time.Second
 )
 
-// RebootModes implements scenarios.RebootModes.
-func (ns *NodeSet) RebootModes() []scenarios.RebootMode { return slices.Clone(RebootModeNames) }
+// RebootModes implements nodeapi.RebootModes.
+func (ns *NodeSet) RebootModes() []nodeapi.RebootMode { return slices.Clone(RebootModeNames) }
 
 // hold keeps a domain paused for d.
 func hold(ctx context.Context, dom Domain, d time.Duration) error {
@@ -51,16 +53,17 @@ func hold(ctx context.Context, dom Domain, d time.Duration) error {
 	return ctx.Err()
 }
 
-// CheckReboot implements scenarios.RebootChecker: a VM boots the kernel
+// CheckReboot implements nodeapi.RebootChecker: a VM boots the kernel
 // of its image and its kubelet starts Ready at once.
-func (ns *NodeSet) CheckReboot(r scenarios.RebootRequest) error {
+func (ns *NodeSet) CheckReboot(r nodeapi.RebootRequest) error {
+	if err := nodeapi.CheckModeIn(RebootModeNames, r.Mode); err != nil {
+		return fmt.Errorf("vm nodes: %w", err)
+	}
 	switch {
 	case r.KernelVersion != "":
 		return fmt.Errorf("booting another kernel version (%s) is not supported by vm nodes: they boot the image's kernel", r.KernelVersion)
 	case r.NotReadyFor > 0:
 		return fmt.Errorf("a Ready=False blip at kubelet startup (%s) is not supported by vm nodes", r.NotReadyFor)
-	case r.Mode != "" && !slices.Contains(RebootModeNames, r.Mode):
-		return fmt.Errorf("unknown mode %q: accepted: %s", r.Mode, scenarios.JoinRebootModes(RebootModeNames))
 	}
 	return nil
 }
@@ -75,28 +78,25 @@ func (ns *NodeSet) bootEstimate(n *vmNode) time.Duration {
 	return ns.b.BootEstimate
 }
 
-// Reboot implements scenarios.NodeSet. r.Downtime is the whole time the
+// Reboot implements nodeapi.NodeSet. r.Downtime is the whole time the
 // node is down: the domain is held paused after a reset, guest reboot or
 // panic (off, for power-cycle) for the downtime minus the node's natural
 // boot time, measured on its previous reboot. A downtime shorter than the
 // natural boot gives the natural boot. The outcome carries the downtime
 // as measured: from the reboot to the Node reporting the new boot.
-func (ns *NodeSet) Reboot(ctx context.Context, node string, r scenarios.RebootRequest) (scenarios.RebootOutcome, error) {
+func (ns *NodeSet) Reboot(ctx context.Context, node string, r nodeapi.RebootRequest) (nodeapi.RebootOutcome, error) {
+	if err := ns.CheckReboot(r); err != nil {
+		return nodeapi.RebootOutcome{}, fmt.Errorf("reboot node %s: %w", node, err)
+	}
 	n, err := ns.node(node)
 	if err != nil {
-		return scenarios.RebootOutcome{}, err
-	}
-	if err := ns.CheckReboot(r); err != nil {
-		return scenarios.RebootOutcome{}, fmt.Errorf("reboot node %s: %w", node, err)
+		return nodeapi.RebootOutcome{}, err
 	}
 	old, err := ns.state(ctx, n)
 	if err != nil {
-		return scenarios.RebootOutcome{}, fmt.Errorf("reboot node %s: %w", node, err)
+		return nodeapi.RebootOutcome{}, fmt.Errorf("reboot node %s: %w", node, err)
 	}
-	mode := r.Mode
-	if mode == "" {
-		mode = RebootReset
-	}
+	mode := r.Mode.OrReset()
 	extra := max(0, r.Downtime-ns.bootEstimate(n))
 	ns.log.Info("rebooting vm node", "node", node, "mode", mode, "downtime", r.Downtime, "held", extra, "oldBootID", old.BootID)
 	start := time.Now()
@@ -106,7 +106,7 @@ func (ns *NodeSet) Reboot(ctx context.Context, node string, r scenarios.RebootRe
 			err = hold(ctx, n.dom, extra)
 		}
 	case RebootGuest, RebootPanic:
-		path := map[scenarios.RebootMode]string{RebootGuest: agentapi.PathReboot, RebootPanic: agentapi.PathPanic}[mode]
+		path := map[nodeapi.RebootMode]string{RebootGuest: agentapi.PathReboot, RebootPanic: agentapi.PathPanic}[mode]
 		if err = ns.post(ctx, n, path); err == nil {
 			err = hold(ctx, n.dom, extra)
 		}
@@ -121,20 +121,22 @@ func (ns *NodeSet) Reboot(ctx context.Context, node string, r scenarios.RebootRe
 				err = n.dom.Start()
 			}
 		}
+	default: // listed in RebootModeNames but not done here: refuse
+		err = &nodeapi.UnsupportedModeError{Mode: mode, Supported: slices.DeleteFunc(slices.Clone(RebootModeNames), func(m nodeapi.RebootMode) bool { return m == mode })}
 	}
 	if err != nil {
-		return scenarios.RebootOutcome{}, fmt.Errorf("reboot node %s (%s): %w", node, mode, err)
+		return nodeapi.RebootOutcome{}, fmt.Errorf("reboot node %s (%s): %w", node, mode, err)
 	}
 	booting := time.Now()
 	st, agentUp, err := ns.waitBoot(ctx, n, old.BootID)
 	if err != nil {
-		return scenarios.RebootOutcome{}, fmt.Errorf("reboot node %s (%s): %w", node, mode, err)
+		return nodeapi.RebootOutcome{}, fmt.Errorf("reboot node %s (%s): %w", node, mode, err)
 	}
 	n.mu.Lock()
 	n.boot = agentUp.Sub(booting)
 	n.mu.Unlock()
 	ns.recordTimeline(ctx, n, BootTimeline{Node: node, Mode: mode, OldBootID: old.BootID, NewBootID: st.BootID, Reset: start})
-	return scenarios.RebootOutcome{OldBootID: old.BootID, NewBootID: st.BootID, Downtime: time.Since(start)}, nil
+	return nodeapi.RebootOutcome{OldBootID: old.BootID, NewBootID: st.BootID, Downtime: time.Since(start)}, nil
 }
 
 // recordTimeline asks the node's agent for its boot's milestones once

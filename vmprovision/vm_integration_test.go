@@ -20,11 +20,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/fakes"
 	"github.com/bootproof/bootproof/harness/controlplane"
-	"github.com/bootproof/bootproof/scenarios"
 	"github.com/bootproof/bootproof/vmprovision"
 	"github.com/bootproof/bootproof/vmprovision/agentapi"
+	"github.com/bootproof/bootproof/vmprovision/guest"
 )
 
 // vmTestEnv gates the tests that boot a real VM.
@@ -225,7 +226,7 @@ func newVMFixture(ctx context.Context, t *testing.T) *vmFixture {
 	return fx
 }
 
-func (fx *vmFixture) agentConfig(t *testing.T, node string) vmprovision.AgentConfig {
+func (fx *vmFixture) agentConfig(t *testing.T, node string) guest.AgentConfig {
 	t.Helper()
 	creds, err := fx.cp.NodeCredentials(node)
 	if err != nil {
@@ -235,7 +236,7 @@ func (fx *vmFixture) agentConfig(t *testing.T, node string) vmprovision.AgentCon
 	if err != nil {
 		t.Fatal(err)
 	}
-	return vmprovision.AgentConfig{
+	return guest.AgentConfig{
 		NodeName: node, APIServer: fx.guestURL, TLSServerName: fx.serverName, Timing: "fast", ControlSecret: secret,
 		CAData: string(creds.RESTConfig.CAData), CertData: string(creds.RESTConfig.CertData), KeyData: string(creds.RESTConfig.KeyData),
 	}
@@ -251,11 +252,11 @@ func runWorkerPod(ctx context.Context, t *testing.T, admin kubernetes.Interface,
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "load-" + strings.ReplaceAll(module, "_", "-"), Namespace: ns,
-			Labels:      map[string]string{fakes.WorkerActionLabel: fakes.ActionLoad},
-			Annotations: map[string]string{fakes.WorkerConfigAnnotation: "kernelVersion: " + kernelVersion + "\nmodprobe:\n  moduleName: " + module + "\n"}},
+			Labels:      map[string]string{contract.WorkerActionLabel: contract.ActionLoad},
+			Annotations: map[string]string{contract.WorkerConfigAnnotation: "kernelVersion: " + kernelVersion + "\nmodprobe:\n  moduleName: " + module + "\n"}},
 		Spec: corev1.PodSpec{NodeName: node, RestartPolicy: corev1.RestartPolicyNever, AutomountServiceAccountToken: new(bool),
-			Tolerations: scenarios.SimulatedTolerations(), // the node's kubelet taints it NoExecute
-			Containers:  []corev1.Container{{Name: fakes.WorkerContainerName, Image: "bootproof.invalid/worker"}}},
+			Tolerations: contract.SimulatedTolerations(), // the node's kubelet taints it NoExecute
+			Containers:  []corev1.Container{{Name: contract.WorkerContainerName, Image: "bootproof.invalid/worker"}}},
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {

@@ -1,4 +1,4 @@
-// Package backend provides node backends as scenarios.NodeBackend: Fake
+// Package backend provides node backends as nodeapi.NodeBackend: Fake
 // runs simulated nodes (package fakes) in this process; Libvirt (build tag
 // libvirt, StartLibvirt) prepares package vmprovision's VM backend for a
 // cluster: the guest kernel and image, the accelerator (a KVM probe boot),

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/scenarios"
 )
 
@@ -18,7 +19,7 @@ var errNoLibvirt = errors.New("this bootproof was built without libvirt support:
 
 // Libvirt is the libvirt VM backend; this build has none.
 type Libvirt struct {
-	scenarios.NodeBackend
+	nodeapi.NodeBackend
 	Accel         string
 	KernelVersion string
 }

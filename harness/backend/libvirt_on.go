@@ -12,10 +12,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/harness/cluster"
 	"github.com/bootproof/bootproof/harness/shutdown"
+	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/scenarios"
 	"github.com/bootproof/bootproof/vmprovision"
 )
@@ -37,7 +40,7 @@ type Libvirt struct {
 	KernelVersion string
 }
 
-var _ scenarios.NodeBackend = (*Libvirt)(nil)
+var _ nodeapi.NodeBackend = (*Libvirt)(nil)
 
 // StartLibvirt prepares the VM backend for cl: nodes act as
 // system:node:<name> with credentials the cluster issues and reach its
@@ -56,7 +59,7 @@ func StartLibvirt(ctx context.Context, cl scenarios.Cluster, cfg LibvirtConfig) 
 	}
 	iss := cluster.IssuerOf(cl)
 	if iss == nil {
-		return nil, &scenarios.InputError{Field: "NodeCredentials", Reason: fmt.Sprintf("vm nodes need per-node credentials (system:node:<name>) from cluster %s: use csr", cl.Name())}
+		return nil, &contract.InputError{Field: field.NewPath("NodeCredentials"), Reason: fmt.Sprintf("vm nodes need per-node credentials (system:node:<name>) from cluster %s: use csr", cl.Name())}
 	}
 	img, err := BuildGuestImage(ctx, cfg)
 	if err != nil {

@@ -5,15 +5,15 @@ import (
 	"encoding/hex"
 	"strings"
 
-	"github.com/bootproof/bootproof/harness/shutdown"
+	"github.com/bootproof/bootproof/ownership"
 )
 
 // domainOwnerPrefix starts the description of every domain a run
-// defines; the owner process (shutdown.Owner) follows.
+// defines; the owner process (ownership.Owner) follows.
 const domainOwnerPrefix = "bootproof owner "
 
 // domainOwner is this process's domain description.
-func domainOwner() string { return domainOwnerPrefix + shutdown.Self().String() }
+func domainOwner() string { return domainOwnerPrefix + ownership.Self().String() }
 
 // domainOwnerDead says whether a domain with this description belongs to
 // no live run: its owner process is gone, or it names none (a leftover
@@ -23,7 +23,7 @@ func domainOwnerDead(description string) bool {
 	if !ok {
 		return true
 	}
-	o, err := shutdown.ParseOwner(rest)
+	o, err := ownership.ParseOwner(rest)
 	return err != nil || !o.Alive()
 }
 

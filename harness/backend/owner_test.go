@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/bootproof/bootproof/harness/shutdown"
+	"github.com/bootproof/bootproof/ownership"
 )
 
 func TestDomainOwner(t *testing.T) {
@@ -13,14 +13,14 @@ func TestDomainOwner(t *testing.T) {
 	if err := c.Run(); err != nil {
 		t.Fatal(err)
 	}
-	self := shutdown.Self()
+	self := ownership.Self()
 	cases := []struct {
 		desc string
 		dead bool
 	}{
 		{domainOwner(), false},
-		{domainOwnerPrefix + (shutdown.Owner{PID: self.PID, Start: self.Start + 1}).String(), true}, // pid reused
-		{domainOwnerPrefix + (shutdown.Owner{PID: c.Process.Pid, Start: 1}).String(), true},         // exited
+		{domainOwnerPrefix + (ownership.Owner{PID: self.PID, Start: self.Start + 1}).String(), true}, // pid reused
+		{domainOwnerPrefix + (ownership.Owner{PID: c.Process.Pid, Start: 1}).String(), true},         // exited
 		{"", true},
 		{"someone else's VM", true},
 		{domainOwnerPrefix + "garbage", true},

@@ -10,10 +10,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/harness/backend"
 	"github.com/bootproof/bootproof/harness/cluster"
 	"github.com/bootproof/bootproof/harness/runs"
 	"github.com/bootproof/bootproof/harness/shutdown"
+	"github.com/bootproof/bootproof/ownership"
 	"github.com/bootproof/bootproof/scenarios"
 )
 
@@ -33,7 +35,7 @@ func newCleanupCommand(s Streams) *cobra.Command {
 		Use:   "cleanup",
 		Short: "Delete what dead bootproof runs left on a cluster",
 		Long: `Deletes from the cluster of --kubeconfig every object a bootproof run created
-(label ` + scenarios.RunLabel + `=<run ID>: Nodes and their Leases, case
+(label ` + contract.RunLabel + `=<run ID>: Nodes and their Leases, case
 namespaces, NodeModulesConfigs, CSRs, RBAC) whose run is no longer alive, and
 the objects bootproof installed for all runs (label ` + runs.SharedLabel + `=true: the
 NodeModulesConfig CRD and cluster roles, only where bootproof created them)
@@ -83,7 +85,7 @@ func cleanup(ctx context.Context, s Streams, o cleanupOptions) error {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return withCode(ExitInfra, err)
+		return failure(err)
 	}
 	return nil
 }
@@ -92,7 +94,7 @@ func cleanup(ctx context.Context, s Streams, o cleanupOptions) error {
 // directories, kind clusters and (with --libvirt-uri) libvirt domains.
 func cleanupLocal(ctx context.Context, s Streams, o cleanupOptions, verb string) error {
 	var errs []error
-	dirs, err := shutdown.SweepTempDirs("", o.dryRun)
+	dirs, err := ownership.SweepTempDirs("", o.dryRun)
 	errs = append(errs, err)
 	for _, d := range dirs {
 		fmt.Fprintf(s.Out, "%s directory %s\n", verb, d)
@@ -118,12 +120,12 @@ func cleanupLocal(ctx context.Context, s Streams, o cleanupOptions, verb string)
 func (rc *runContext) startRun(ctx context.Context, cl scenarios.Cluster) (*runs.Run, error) {
 	run, err := runs.Start(ctx, cl.RESTConfig(), runs.NewID())
 	if err != nil {
-		return nil, withCode(ExitInfra, err)
+		return nil, failure(err)
 	}
 	if iss, ok := cluster.IssuerOf(cl).(*cluster.CSRIssuer); ok {
 		iss.Labels = run.Labels()
 	}
-	fmt.Fprintf(rc.s.Err, "run %s: its objects carry label %s=%s\n", run.ID, scenarios.RunLabel, run.ID)
+	fmt.Fprintf(rc.s.Err, "run %s: its objects carry label %s=%s\n", run.ID, contract.RunLabel, run.ID)
 	rc.defer_(finishRunOnExit(rc.s.Err, run))
 	return run, nil
 }

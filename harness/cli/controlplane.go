@@ -66,7 +66,7 @@ func controlPlaneUp(cmd *cobra.Command, s Streams, o upOptions) error {
 	}
 	cp, err := controlplane.Start(ctx, o.cfg)
 	if err != nil {
-		return withCode(ExitInfra, err)
+		return failure(err)
 	}
 	defer cp.Stop()
 	kubeconfig := cp.Kubeconfig()
@@ -88,7 +88,7 @@ func controlPlaneUp(cmd *cobra.Command, s Streams, o upOptions) error {
 		fmt.Fprintln(s.Out, "control plane stopped")
 		return nil
 	case <-cp.Died():
-		return withCode(ExitInfra, cp.Err())
+		return failure(cp.Err())
 	}
 }
 
@@ -112,7 +112,7 @@ func checkKubeconfigOut(path string, force bool) error {
 // that was there before, nor one something else put in its place.
 func writeKubeconfigOut(src, dst string, force bool) (remove func(), err error) {
 	fail := func(err error) (func(), error) {
-		return nil, withCode(ExitInfra, fmt.Errorf("--kubeconfig-out %s: %w", dst, err))
+		return nil, failure(fmt.Errorf("--kubeconfig-out %s: %w", dst, err))
 	}
 	data, err := os.ReadFile(src)
 	if err != nil {

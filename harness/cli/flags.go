@@ -3,19 +3,17 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/bootproof/bootproof/harness/controlplane"
-	"github.com/bootproof/bootproof/kmm"
-	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/contract"
 )
 
-// flagOf maps the parameters library errors name (their typed errors'
-// Field) to the flags that set them. Libraries never write flag names:
-// the command line is the only part that knows them.
+// flagOf maps the parameters library errors name (the root of a
+// contract.FieldError's field path) to the flags that set them.
+// Libraries never write flag names: the command line is the only part
+// that knows them.
 var flagOf = map[string]string{
 	// harness/controlplane.Config
 	"GracePeriod":   "--grace-period",
@@ -42,13 +40,8 @@ var flagOf = map[string]string{
 	"Burst":                   "--kube-api-burst",
 }
 
-// renderer is a typed library error that can name its parameter by flag.
-type renderer interface {
-	error
-	Render(name string) string
-}
-
-// flagError is err with the library's parameter names replaced by flags.
+// flagError is a typed library error rendered with the flag that set
+// its parameter.
 type flagError struct {
 	msg string
 	err error
@@ -57,39 +50,39 @@ type flagError struct {
 func (e *flagError) Error() string { return e.msg }
 func (e *flagError) Unwrap() error { return e.err }
 
-// withFlags rewrites the message of err so the typed library error in its
-// chain names the flag that set the value; the chain (errors.As, exit
-// codes) is kept.
+// withFlags renders err, when its chain holds a contract.FieldError
+// whose parameter a flag sets, as that error naming the flag (what the
+// user typed is what the message is about); the chain is kept
+// (errors.As, exit codes). Other errors are returned as they are.
 func withFlags(err error) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	var (
-		ie *scenarios.InputError
-		ce *controlplane.ConfigError
-		oe *kmm.OptionsError
-		be *controlplane.BinariesNotFoundError
-	)
-	var inner renderer
-	var field string
-	switch {
-	case errors.As(err, &ie):
-		inner, field = ie, ie.Field
-	case errors.As(err, &ce):
-		inner, field = ce, ce.Field
-	case errors.As(err, &oe):
-		inner, field = oe, oe.Field
-	case errors.As(err, &be):
-		inner, field = be, "BinDir"
-	default:
+	var fe contract.FieldError
+	if err == nil || !errors.As(err, &fe) || fe.FieldPath() == nil {
 		return err
 	}
-	flag, ok := flagOf[field]
+	flag, ok := flagOf[fe.FieldPath().Root().String()]
 	if !ok {
 		return err
 	}
-	return &flagError{msg: strings.Replace(msg, inner.Error(), inner.Render(flag), 1), err: err}
+	return &flagError{msg: fe.Render(flag), err: err}
+}
+
+// failure gives err its exit code: the one it carries already, else
+// ExitUsage when a typed input error (contract.FieldError) is in its
+// chain (what the user gave must change), else ExitInfra (no verdict
+// could be given; a rerun may give one).
+func failure(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	var fe contract.FieldError
+	if errors.As(err, &fe) {
+		return withCode(ExitUsage, err)
+	}
+	return withCode(ExitInfra, err)
 }
 
 // zeroAccepted says what duration flags accept, for refuseZero.

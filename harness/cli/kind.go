@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/harness/kindimage"
 )
 
@@ -93,31 +93,26 @@ var (
 	operatorImageFlags = map[string]string{"Ref": "--tag", "Out": "--out", "Executable": "--executable"}
 )
 
-// fieldErrorsWithFlags renders the field errors in err (an aggregate of
-// *field.Error, as field.ErrorList.ToAggregate makes) with the flag that
-// set each field; other errors are returned as they are.
+// fieldErrorsWithFlags renders each contract.FieldError joined in err
+// with the flag that set its field (flags maps field paths' roots to
+// flags); other errors are kept as they are.
 func fieldErrorsWithFlags(err error, flags map[string]string) error {
-	var agg interface{ Errors() []error }
-	if !errors.As(err, &agg) {
-		return err
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
 	}
 	var lines []string
-	for _, e := range agg.Errors() {
-		var fe *field.Error
-		if !errors.As(e, &fe) {
+	for _, e := range errs {
+		var fe contract.FieldError
+		if !errors.As(e, &fe) || fe.FieldPath() == nil {
 			lines = append(lines, e.Error())
 			continue
 		}
-		name := fe.Field
-		if flag, ok := flags[fe.Field]; ok {
+		name := fe.FieldPath().String()
+		if flag, ok := flags[fe.FieldPath().Root().String()]; ok {
 			name = flag
 		}
-		switch fe.Type {
-		case field.ErrorTypeRequired:
-			lines = append(lines, fmt.Sprintf("%s is required: %s", name, fe.Detail))
-		default:
-			lines = append(lines, fmt.Sprintf("invalid %s %v: %s", name, fe.BadValue, fe.Detail))
-		}
+		lines = append(lines, fe.Render(name))
 	}
 	return &flagError{msg: strings.Join(lines, "; "), err: err}
 }

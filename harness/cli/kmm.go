@@ -67,14 +67,14 @@ func runKMM(cmd *cobra.Command, s Streams, ko kmmOptions) error {
 	}
 	cfg, err := loadKubeconfig(ko.kubeconfig)
 	if err != nil {
-		return withCode(ExitInfra, err)
+		return failure(err)
 	}
 	log := logr.FromContextOrDiscard(ctx).WithName("kmm")
 	ctrllog.SetLogger(log)
 	o.Logger = log
 	if ko.install {
 		if err := kmm.Install(ctx, cfg, kmm.InstallOptions{WorkerNamespaces: o.WorkerNamespaces, LeaderElectionNamespace: o.LeaderElectionNamespace}); err != nil {
-			return withCode(ExitInfra, err)
+			return failure(err)
 		}
 		fmt.Fprintln(s.Out, "installed the NodeModulesConfig CRD and the reconciler's RBAC")
 	} else if err := kmm.CheckCRD(cfg); err != nil {
@@ -82,16 +82,12 @@ func runKMM(cmd *cobra.Command, s Streams, ko kmmOptions) error {
 		if errors.As(err, &missing) {
 			return withCode(ExitUsage, fmt.Errorf("%w; or give --install", err))
 		}
-		return withCode(ExitInfra, err)
+		return failure(err)
 	}
 	fmt.Fprintf(s.Out, "kmm reconciler starting: detector %s, boot recorded from %s, leader election %v; Ctrl-C stops it\n",
 		o.Detector, o.RecordBootFrom, o.LeaderElection)
 	if err := kmm.Run(ctx, cfg, o); err != nil {
-		var oe *kmm.OptionsError
-		if errors.As(err, &oe) {
-			return withCode(ExitUsage, err)
-		}
-		return withCode(ExitInfra, err)
+		return failure(err)
 	}
 	fmt.Fprintln(s.Out, "kmm reconciler stopped")
 	return nil
@@ -107,9 +103,9 @@ func loadKubeconfig(path string) (*rest.Config, error) {
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
 		if path != "" {
-			return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
+			return nil, withCode(ExitUsage, fmt.Errorf("--kubeconfig %s: %w", path, err))
 		}
-		return nil, fmt.Errorf("no cluster configuration (give --kubeconfig, set $KUBECONFIG or run in a pod): %w", err)
+		return nil, withCode(ExitUsage, fmt.Errorf("no cluster configuration (give --kubeconfig, set $KUBECONFIG or run in a pod): %w", err))
 	}
 	return cfg, nil
 }

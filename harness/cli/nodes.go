@@ -13,7 +13,6 @@ import (
 	"github.com/bootproof/bootproof/fakes"
 	"github.com/bootproof/bootproof/harness/cluster"
 	"github.com/bootproof/bootproof/harness/runs"
-	"github.com/bootproof/bootproof/scenarios"
 )
 
 func newNodesCommand(s Streams) *cobra.Command {
@@ -80,11 +79,11 @@ func nodesRun(ctx context.Context, s Streams, o nodesRunOptions) error {
 	krc.QPS, krc.Burst = float32(50+o.count), 100+2*o.count
 	client, err := kubernetes.NewForConfig(krc)
 	if err != nil {
-		return withCode(ExitInfra, err)
+		return failure(err)
 	}
 	run, err := runs.Start(ctx, rc, runs.NewID())
 	if err != nil {
-		return withCode(ExitInfra, err)
+		return failure(err)
 	}
 	// At the end the run's Nodes and Leases go, on a forced exit too.
 	defer finishRunOnExit(s.Err, run)()
@@ -94,11 +93,7 @@ func nodesRun(ctx context.Context, s Streams, o nodesRunOptions) error {
 	}
 	sock, err := fakes.ListenControl(o.socket)
 	if err != nil {
-		var ie *scenarios.InputError
-		if errors.As(err, &ie) {
-			return withCode(ExitUsage, err)
-		}
-		return withCode(ExitInfra, err)
+		return failure(err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -114,7 +109,7 @@ func nodesRun(ctx context.Context, s Streams, o nodesRunOptions) error {
 		if errors.As(err, &foreign) {
 			return withCode(ExitUsage, fmt.Errorf("%w; choose another --prefix", err))
 		}
-		return withCode(ExitInfra, err)
+		return failure(err)
 	}
 	fmt.Fprintf(s.Out, "%d simulated nodes ready (%s%04d...); control socket %s; Ctrl-C stops them\n", o.count, o.prefix, 0, sock.Path)
 	var first error
@@ -128,7 +123,7 @@ func nodesRun(ctx context.Context, s Streams, o nodesRunOptions) error {
 		first = second
 	}
 	if first != nil {
-		return withCode(ExitInfra, first)
+		return failure(first)
 	}
 	fmt.Fprintln(s.Out, "simulated nodes stopped")
 	return nil
@@ -188,7 +183,7 @@ func nodesAct(ctx context.Context, s Streams, action, node string, o nodesActOpt
 	resp, err := fakes.NewControlClient(socket).Act(ctx, fakes.ControlRequest{Node: node, Action: action,
 		Downtime: o.downtime, NotReadyFor: o.blip, KernelVersion: o.kernelVersion})
 	if err != nil {
-		return withCode(ExitInfra, fmt.Errorf("%s %s: %w", action, node, err))
+		return failure(fmt.Errorf("%s %s: %w", action, node, err))
 	}
 	fmt.Fprintf(s.Out, "%s %s: boot %s -> %s, kernel %s, modules %v\n", action, node,
 		resp.Before.BootID, resp.After.BootID, resp.After.KernelVersion, resp.After.Modules)
@@ -208,7 +203,7 @@ func newNodesListCommand(s Streams) *cobra.Command {
 			}
 			resp, err := fakes.NewControlClient(socket).Nodes(cmd.Context())
 			if err != nil {
-				return withCode(ExitInfra, err)
+				return failure(err)
 			}
 			enc := json.NewEncoder(s.Out)
 			enc.SetIndent("", "  ")

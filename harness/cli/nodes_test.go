@@ -16,10 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/harness/cli"
 	"github.com/bootproof/bootproof/harness/controlplane"
 	"github.com/bootproof/bootproof/harness/controlplane/cptest"
-	"github.com/bootproof/bootproof/scenarios"
 )
 
 // TestNodesRunAndReboot runs 'bootproof nodes run' as a process against an
@@ -82,12 +82,12 @@ func TestNodesRunAndReboot(t *testing.T) {
 func checkSimulatedNode(t *testing.T, node *corev1.Node) {
 	t.Helper()
 	for _, eff := range []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute} {
-		if !slices.ContainsFunc(node.Spec.Taints, func(x corev1.Taint) bool { return x.Key == scenarios.SimulatedTaintKey && x.Effect == eff }) {
-			t.Errorf("Node %s taints %v: no %s:%s", node.Name, node.Spec.Taints, scenarios.SimulatedTaintKey, eff)
+		if !slices.ContainsFunc(node.Spec.Taints, func(x corev1.Taint) bool { return x.Key == contract.SimulatedTaintKey && x.Effect == eff }) {
+			t.Errorf("Node %s taints %v: no %s:%s", node.Name, node.Spec.Taints, contract.SimulatedTaintKey, eff)
 		}
 	}
-	if node.Labels[scenarios.SimulatedLabel] != "true" || node.Labels[scenarios.RunLabel] == "" {
-		t.Errorf("Node %s labels %v: want %s=true and a %s", node.Name, node.Labels, scenarios.SimulatedLabel, scenarios.RunLabel)
+	if node.Labels[contract.SimulatedLabel] != "true" || node.Labels[contract.RunLabel] == "" {
+		t.Errorf("Node %s labels %v: want %s=true and a %s", node.Name, node.Labels, contract.SimulatedLabel, contract.RunLabel)
 	}
 }
 
@@ -109,7 +109,7 @@ func checkRefusesForeignNode(ctx context.Context, t *testing.T, cp *controlplane
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Spec.Taints) != 0 || len(got.Status.Conditions) != 0 || got.Labels[scenarios.SimulatedLabel] != "" {
+	if len(got.Spec.Taints) != 0 || len(got.Status.Conditions) != 0 || got.Labels[contract.SimulatedLabel] != "" {
 		t.Errorf("foreign Node changed: taints %v, conditions %v, labels %v", got.Spec.Taints, got.Status.Conditions, got.Labels)
 	}
 }

@@ -87,7 +87,7 @@ func TestRunRefusesFullReportDir(t *testing.T) {
 	}
 }
 
-// TestReportWriteFailure: a run whose reports cannot be written exits 2
+// TestReportWriteFailure: a run whose reports cannot be written exits 3
 // and names the path that failed; no junit.xml is published.
 func TestReportWriteFailure(t *testing.T) {
 	dir := t.TempDir()

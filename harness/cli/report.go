@@ -82,7 +82,7 @@ func writeSoak(s Streams, dir string) error {
 	}
 	soak := reports.BuildSoak(runs)
 	if err := reports.WriteSoak(dir, soak); err != nil {
-		return withCode(ExitInfra, err)
+		return failure(err)
 	}
 	fmt.Fprintf(s.Out, "%d runs, %d cases, %d flaky\ntable: %s\n", len(soak.Runs), len(soak.Cases), soak.Flaky, filepath.Join(dir, reports.SoakMDFile))
 	if soak.Flaky > 0 {

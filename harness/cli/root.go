@@ -18,12 +18,15 @@ import (
 	"github.com/bootproof/bootproof/harness/shutdown"
 )
 
-// Exit codes.
+// Exit codes. A CI job can tell them apart: 1 is a verdict about the
+// subject; 2 means the command line or an input file must change (nothing
+// ran); 3 means no verdict could be given this time (an error verdict, an
+// interruption, a fault of the infrastructure), and a rerun may give one.
 const (
 	ExitOK      = 0
 	ExitFailed  = 1
-	ExitInfra   = 2
 	ExitUsage   = 2
+	ExitInfra   = 3
 	programName = "bootproof"
 )
 
@@ -35,7 +38,8 @@ const ForcedCleanupTimeout = 10 * time.Second
 // first SIGINT or SIGTERM stops the command (a run records the cases in
 // flight and those not started as not run, and cleans up); a second one
 // forces the exit after at most ForcedCleanupTimeout of cleanup (child
-// processes killed, VMs destroyed, temporary keys removed), exit code 2.
+// processes killed, VMs destroyed, temporary keys removed), exit code 3
+// (ExitInfra).
 // It returns the exit code.
 func Main() int {
 	ctx, cancel := context.WithCancel(context.Background())

@@ -15,13 +15,13 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/bootproof/bootproof/harness/backend"
 	"github.com/bootproof/bootproof/harness/cluster"
 	"github.com/bootproof/bootproof/harness/controlplane"
 	"github.com/bootproof/bootproof/harness/runner"
 	"github.com/bootproof/bootproof/harness/subject"
+	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/reports"
 	"github.com/bootproof/bootproof/scenarios"
 )
@@ -77,8 +77,10 @@ func newRunCommand(s Streams) *cobra.Command {
 		Long: `Runs the scenario catalog (or the scenarios selected) against each subject on
 a cluster with simulated or VM nodes, judges every case from kernel ground
 truth and writes results.json, junit.xml, trace.json, index.html and
-summary.md. Exit code 0: every verdict passed; 1: a verdict failed; 2: a usage
-error, an invalid run or an infrastructure fault.`,
+summary.md. Exit code 0: every verdict passed (or was skipped); 1: a verdict
+failed; 2: a usage error (bad flags or input; nothing ran); 3: no verdict
+could be given: an error verdict (invalid run, infrastructure or subject
+fault), an interrupted run, or an infrastructure fault outside the cases.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := refuseZero(cmd, "grace-period", "monitor-period", "cert-validity"); err != nil {
@@ -198,7 +200,7 @@ func (o *runOptions) validateLibvirt() error {
 		return withCode(ExitUsage, fmt.Errorf("--nodes libvirt: %w", err))
 	}
 	if err := o.vm.Default(); err != nil {
-		return withCode(ExitInfra, err)
+		return failure(err)
 	}
 	if err := o.vm.Validate(); err != nil {
 		return withCode(ExitUsage, fmt.Errorf("--nodes libvirt: %w", err))
@@ -235,7 +237,7 @@ func (rc *runContext) run(ctx context.Context) error {
 	sweepTempDirs(rc.s)
 	ctx, rl := openRunLog(ctx, rc.o.verbose, rc.o.verbosity, rc.s.Err)
 	rc.defer_(rl.close)
-	cl, taints, err := rc.startCluster(ctx)
+	cl, err := rc.startCluster(ctx)
 	if err != nil {
 		return err
 	}
@@ -265,7 +267,7 @@ func (rc *runContext) run(ctx context.Context) error {
 		subjects = append(subjects, subject.FromFile(f, cl, filepath.Join(dir, "subjects")))
 	}
 	env := map[string]string{"cluster": cl.Name(), "nodes": rc.o.nodes, "grace-period": cl.GracePeriod().String()}
-	nodes, err := rc.startNodes(ctx, cl, taints, dir, env)
+	nodes, err := rc.startNodes(ctx, cl, dir, env)
 	if err != nil {
 		return err
 	}
@@ -289,9 +291,10 @@ type environmentReporter interface {
 	Environment(ctx context.Context) map[string]string
 }
 
-// startCluster starts or connects to the cluster --cluster names; taints
-// are what simulated nodes must carry there.
-func (rc *runContext) startCluster(ctx context.Context) (scenarios.Cluster, []corev1.Taint, error) {
+// startCluster starts or connects to the cluster --cluster names. On
+// every cluster simulated nodes carry contract.SimulatedTaints, which
+// keep the cluster's own pods (kind's, say) off them.
+func (rc *runContext) startCluster(ctx context.Context) (scenarios.Cluster, error) {
 	o, s := rc.o, rc.s
 	switch o.cluster {
 	case "embedded":
@@ -299,52 +302,55 @@ func (rc *runContext) startCluster(ctx context.Context) (scenarios.Cluster, []co
 		// The settings first, then the binaries: a bad flag is named even
 		// where the binaries are missing.
 		if err := cfg.Default().Validate(); err != nil {
-			return nil, nil, withCode(ExitUsage, err)
+			return nil, withCode(ExitUsage, err)
 		}
 		bins, err := controlplane.FindBinaries(o.binDir)
 		if err != nil {
-			return nil, nil, withCode(ExitUsage, err)
+			return nil, withCode(ExitUsage, err)
 		}
 		fmt.Fprintf(s.Err, "control-plane binaries: %s\n", describeBinaries(bins))
 		fmt.Fprintf(s.Err, "starting the embedded control plane (grace period %s, monitor period %s)\n", rc.plan.grace, o.monitor)
 		start := time.Now()
 		e, err := cluster.StartEmbedded(ctx, cfg)
 		if err != nil {
-			var ce *controlplane.ConfigError
-			if errors.As(err, &ce) {
-				return nil, nil, withCode(ExitUsage, err)
-			}
-			return nil, nil, withCode(ExitInfra, err)
+			return nil, failure(err)
 		}
 		rc.defer_(e.Stop)
 		fmt.Fprintf(s.Err, "embedded control plane ready in %s\n", reports.FormatDuration(time.Since(start)))
-		return e, nil, nil
+		return e, nil
 	case "kubeconfig":
 		k, err := cluster.NewKubeconfig(ctx, o.kubeconfig, o.grace, o.nodeCreds == "csr")
 		if err != nil {
-			return nil, nil, withCode(ExitUsage, err)
+			return nil, withCode(ExitUsage, err)
 		}
 		fmt.Fprintf(s.Err, "running against an existing cluster (grace period %s)\n", k.GracePeriod())
-		return k, nil, nil
+		return k, nil
 	default: // kind, as validated
 		if err := cluster.KindPreflight(ctx); err != nil {
-			return nil, nil, withCode(ExitInfra, err)
+			return nil, kindFailure(err)
 		}
 		fmt.Fprintf(s.Err, "starting kind cluster (image %s, grace period %s)\n", o.kindImage, rc.plan.grace)
 		start := time.Now()
 		k, err := cluster.StartKind(ctx, cluster.KindConfig{Name: o.kindCluster, Reuse: o.kindCluster != "", Retain: o.retain,
 			Image: o.kindImage, GracePeriod: rc.plan.grace, MonitorPeriod: o.monitor, LogDir: o.reportDir, ImageArchives: o.kindArchives})
 		if err != nil {
-			var ie *scenarios.InputError
-			if errors.As(err, &ie) {
-				return nil, nil, withCode(ExitUsage, err)
-			}
-			return nil, nil, withCode(ExitInfra, err)
+			return nil, kindFailure(err)
 		}
-		fmt.Fprintf(s.Err, "kind cluster %s ready in %s\n", k.ClusterName(), time.Since(start).Round(time.Second))
+		fmt.Fprintf(s.Err, "kind cluster %s ready in %s\n", k.ClusterName(), reports.FormatDuration(time.Since(start)))
 		rc.defer_(func() { _ = k.Stop(rc.failed) })
-		return k, nil, nil // fakes.SimulatedTaints keep kind's own pods off the simulated nodes
+		return k, nil
 	}
+}
+
+// kindFailure is failure, except that a host not set up for kind (no
+// container engine, the node image missing, privileged containers
+// refused) is a usage error, exit 2, like missing control-plane
+// binaries: the user fixes the machine, and no run was attempted.
+func kindFailure(err error) error {
+	if errors.Is(err, cluster.ErrNoContainerEngine) || errors.Is(err, cluster.ErrKindImageMissing) || errors.Is(err, cluster.ErrPrivilegedRefused) {
+		return withCode(ExitUsage, err)
+	}
+	return failure(err)
 }
 
 // describeBinaries names the control-plane binaries a run uses: their
@@ -359,16 +365,16 @@ func describeBinaries(b controlplane.Binaries) string {
 
 // startNodes returns the node backend --nodes names; VM nodes are
 // prepared here (kernel, image, accelerator) and recorded in env.
-func (rc *runContext) startNodes(ctx context.Context, cl scenarios.Cluster, taints []corev1.Taint, dir string, env map[string]string) (scenarios.NodeBackend, error) {
+func (rc *runContext) startNodes(ctx context.Context, cl scenarios.Cluster, dir string, env map[string]string) (nodeapi.NodeBackend, error) {
 	if rc.o.nodes != "libvirt" {
-		return &backend.Fake{Cluster: cl, Taints: taints}, nil
+		return &backend.Fake{Cluster: cl}, nil
 	}
 	o, s := &rc.o, rc.s
 	o.vm.Dir = filepath.Join(dir, "vm")
 	fmt.Fprintf(s.Err, "preparing VM nodes: guest kernel, image, accelerator (%s); serial logs in %s\n", o.vm.Accel, o.vm.Dir)
 	vm, err := backend.StartLibvirt(ctx, cl, o.vm)
 	if err != nil {
-		return nil, withCode(ExitInfra, fmt.Errorf("--nodes libvirt: %w", err))
+		return nil, failure(fmt.Errorf("--nodes libvirt: %w", err))
 	}
 	rc.defer_(func() {
 		if err := vm.Close(); err != nil {
@@ -381,11 +387,12 @@ func (rc *runContext) startNodes(ctx context.Context, cl scenarios.Cluster, tain
 }
 
 // report writes the reports, prints the summary and returns the exit
-// code's error: interrupted or an error verdict (2), a failed verdict (1).
+// code's error: interrupted or an error verdict (ExitInfra), a failed
+// verdict (ExitFailed).
 func (rc *runContext) report(ctx context.Context, dir string, res scenarios.Results, start time.Time) error {
 	s := rc.s
 	if err := reports.Write(dir, res, time.Now()); err != nil {
-		return withCode(ExitInfra, fmt.Errorf("reports: %w", err))
+		return failure(fmt.Errorf("reports: %w", err))
 	}
 	if rc.o.reportDir == "" {
 		latest := filepath.Join(filepath.Dir(dir), "latest")
@@ -402,9 +409,9 @@ func (rc *runContext) report(ctx context.Context, dir string, res scenarios.Resu
 	}
 	switch {
 	case ctx.Err() != nil:
-		return withCode(ExitInfra, fmt.Errorf("interrupted: %w", ctx.Err()))
+		return failure(fmt.Errorf("interrupted: %w", ctx.Err()))
 	case n.Error > 0:
-		return withCode(ExitInfra, fmt.Errorf("%d case(s) could not be judged (invalid run or infrastructure fault); see %s", n.Error, filepath.Join(dir, reports.SummaryFile)))
+		return failure(fmt.Errorf("%d case(s) could not be judged (invalid run or infrastructure fault); see %s", n.Error, filepath.Join(dir, reports.SummaryFile)))
 	case n.Fail > 0:
 		return withCode(ExitFailed, fmt.Errorf("%d case(s) failed; see %s", n.Fail, filepath.Join(dir, reports.SummaryFile)))
 	}
@@ -423,7 +430,7 @@ scenarios, and those of the subjects --subject-file files describe.`,
 		RunE: func(*cobra.Command, []string) error {
 			all, err := scenarios.Catalog()
 			if err != nil {
-				return withCode(ExitInfra, err)
+				return failure(err)
 			}
 			fromFiles, err := readScenarioFiles(scenarioFiles, all)
 			if err != nil {

@@ -20,7 +20,7 @@ import (
 func selectScenarios(names, labels, files []string) ([]*scenarios.Scenario, error) {
 	all, err := scenarios.Catalog()
 	if err != nil {
-		return nil, withCode(ExitInfra, fmt.Errorf("embedded catalog: %w", err))
+		return nil, failure(fmt.Errorf("embedded catalog: %w", err))
 	}
 	fromFiles, err := readScenarioFiles(files, all)
 	if err != nil {
@@ -117,14 +117,14 @@ func reportDir(flag string) (string, error) {
 	dir := flag
 	if dir == "" {
 		if err := os.MkdirAll(DefaultReportRoot, 0o755); err != nil {
-			return "", withCode(ExitInfra, fmt.Errorf("report directory: %w", err))
+			return "", failure(fmt.Errorf("report directory: %w", err))
 		}
 		d, err := os.MkdirTemp(DefaultReportRoot, time.Now().Format("20060102-150405")+"-*")
 		if err == nil {
 			err = os.Chmod(d, 0o755)
 		}
 		if err != nil {
-			return "", withCode(ExitInfra, fmt.Errorf("report directory: %w", err))
+			return "", failure(fmt.Errorf("report directory: %w", err))
 		}
 		dir = d
 	} else {
@@ -132,7 +132,7 @@ func reportDir(flag string) (string, error) {
 			return "", err
 		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return "", withCode(ExitInfra, fmt.Errorf("--report-dir %s: %w", dir, err))
+			return "", failure(fmt.Errorf("--report-dir %s: %w", dir, err))
 		}
 	}
 	f, err := os.OpenFile(filepath.Join(dir, reportClaim), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
@@ -146,7 +146,7 @@ func reportDir(flag string) (string, error) {
 		}
 	}
 	if err != nil {
-		return "", withCode(ExitInfra, fmt.Errorf("--report-dir %s: %w", dir, err))
+		return "", failure(fmt.Errorf("--report-dir %s: %w", dir, err))
 	}
 	return filepath.Abs(dir)
 }

@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/bootproof/bootproof/harness/shutdown"
+	"github.com/bootproof/bootproof/ownership"
 	"github.com/bootproof/bootproof/reports"
 	"github.com/bootproof/bootproof/scenarios"
 	"golang.org/x/term"
@@ -132,7 +132,7 @@ func (p *progress) redraw() {
 // kubeconfigs) of bootproof runs that were killed; a failure is reported
 // and does not stop the run.
 func sweepTempDirs(s Streams) {
-	removed, err := shutdown.SweepTempDirs("", false)
+	removed, err := ownership.SweepTempDirs("", false)
 	for _, d := range removed {
 		fmt.Fprintf(s.Err, "removed %s, left by a bootproof process that is gone\n", d)
 	}

@@ -74,7 +74,8 @@ func TestRunBadInput(t *testing.T) {
 }
 
 // TestRunKindWithoutContainerEngine: kind cannot run here; the command
-// must exit 2 and say why and what runs instead.
+// must exit 3 (no verdict: an infrastructure fault) and say why and what
+// runs instead.
 func TestRunKindWithoutContainerEngine(t *testing.T) {
 	if exec.Command("docker", "info").Run() == nil || exec.Command("podman", "info").Run() == nil {
 		t.Skip("a container engine answers here, so the kind preflight passes and its failure cannot be observed")

@@ -28,14 +28,14 @@ prepares the cache ahead of a run and shows what the image holds.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := c.Default(); err != nil {
-				return withCode(ExitInfra, err)
+				return failure(err)
 			}
 			if err := c.Validate(); err != nil {
 				return withCode(ExitUsage, err)
 			}
 			img, err := backend.BuildGuestImage(cmd.Context(), c)
 			if err != nil {
-				return withCode(ExitInfra, err)
+				return failure(err)
 			}
 			state := "built"
 			if img.Cached {
@@ -80,7 +80,7 @@ its definitions are removed by the next VM run or by this command.`,
 				fmt.Fprintf(s.Out, "removed %s\n", d)
 			}
 			if err != nil {
-				return withCode(ExitInfra, err)
+				return failure(err)
 			}
 			if len(removed) == 0 {
 				fmt.Fprintf(s.Out, "no domain named %s* is defined\n", prefix)

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/harness/controlplane"
 	"github.com/bootproof/bootproof/scenarios"
 )
@@ -97,11 +99,11 @@ func NewKubeconfig(ctx context.Context, path string, grace time.Duration, csr bo
 	rules.ExplicitPath = path
 	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
 	if err != nil {
-		return nil, &scenarios.InputError{Field: "Kubeconfig", Value: path, Err: err}
+		return nil, &contract.InputError{Field: field.NewPath("Kubeconfig"), Value: path, Err: err}
 	}
 	rc.QPS, rc.Burst = 200, 400
 	if grace < 0 {
-		return nil, &scenarios.InputError{Field: "GracePeriod", Value: grace.String(), Reason: "accepted: a positive duration"}
+		return nil, &contract.InputError{Field: field.NewPath("GracePeriod"), Value: grace.String(), Reason: "accepted: a positive duration"}
 	}
 	if err := ProbeAPIServer(ctx, rc, path); err != nil {
 		return nil, err
@@ -112,7 +114,7 @@ func NewKubeconfig(ctx context.Context, path string, grace time.Duration, csr bo
 			return nil, err
 		}
 		if grace, err = DetectGracePeriod(ctx, cs); err != nil {
-			return nil, &scenarios.InputError{Field: "GracePeriod", Reason: fmt.Sprintf("needed for an existing cluster: bootproof could not read kube-controller-manager's --node-monitor-grace-period from the cluster (%v); give the value the cluster runs with (Kubernetes' default is 50s)", err)}
+			return nil, &contract.InputError{Field: field.NewPath("GracePeriod"), Reason: fmt.Sprintf("needed for an existing cluster: bootproof could not read kube-controller-manager's --node-monitor-grace-period from the cluster (%v); give the value the cluster runs with (Kubernetes' default is 50s)", err)}
 		}
 	}
 	k := &Kubeconfig{Path: path, Grace: grace, rc: rc}

@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootproof/bootproof/ownership"
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	"sigs.k8s.io/yaml"
 
 	"github.com/bootproof/bootproof/harness/kindhost"
-	"github.com/bootproof/bootproof/harness/shutdown"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -129,7 +129,7 @@ func TestSweepKind(t *testing.T) {
 	if err := c.Run(); err != nil {
 		t.Fatal(err)
 	}
-	self := shutdown.Self()
+	self := ownership.Self()
 	mine := KindOwnedName()
 	dead := fmt.Sprintf("bootproof-%d-%d", c.Process.Pid, 12345)
 	reused := fmt.Sprintf("bootproof-%d-%d", self.PID, self.Start+1)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
@@ -19,9 +20,9 @@ import (
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 	"sigs.k8s.io/yaml"
 
+	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/harness/kindhost"
-	"github.com/bootproof/bootproof/harness/shutdown"
-	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/ownership"
 )
 
 // DefaultKindImage is the kind node image bootproof pins: Kubernetes
@@ -319,7 +320,7 @@ func StartKind(ctx context.Context, cfg KindConfig) (_ *Kind, retErr error) {
 	cfg = cfg.defaults()
 	for _, a := range cfg.ImageArchives {
 		if st, err := os.Stat(a); err != nil || !st.Mode().IsRegular() {
-			return nil, &scenarios.InputError{Field: "KindImageArchives", Value: a, Reason: "accepted: an image archive file (docker save format), e.g. from 'bootproof kind build-operator-image'"}
+			return nil, &contract.InputError{Field: field.NewPath("KindImageArchives"), Value: a, Reason: "accepted: an image archive file (docker save format), e.g. from 'bootproof kind build-operator-image'"}
 		}
 	}
 	if err := KindPreflight(ctx); err != nil {
@@ -327,8 +328,8 @@ func StartKind(ctx context.Context, cfg KindConfig) (_ *Kind, retErr error) {
 	}
 	provider := kindcluster.NewProvider()
 	// The kubeconfig's directory is named for this process: swept if it
-	// is killed (shutdown.SweepTempDirs), as is the cluster (SweepKind).
-	dir, err := shutdown.TempDir("kind")
+	// is killed (ownership.SweepTempDirs), as is the cluster (SweepKind).
+	dir, err := ownership.TempDir("kind")
 	if err != nil {
 		return nil, err
 	}
@@ -347,10 +348,10 @@ func StartKind(ctx context.Context, cfg KindConfig) (_ *Kind, retErr error) {
 	switch {
 	case cfg.Reuse:
 		if !slices.Contains(existing, cfg.Name) {
-			return nil, &scenarios.InputError{Field: "KindCluster", Value: cfg.Name, Reason: fmt.Sprintf("no such kind cluster (have %v)", existing)}
+			return nil, &contract.InputError{Field: field.NewPath("KindCluster"), Value: cfg.Name, Reason: fmt.Sprintf("no such kind cluster (have %v)", existing)}
 		}
 	case slices.Contains(existing, cfg.Name):
-		return nil, &scenarios.InputError{Field: "KindCluster", Reason: fmt.Sprintf("a kind cluster named %s exists already: reuse it (give its name here) or delete it with 'kind delete cluster --name %s'", cfg.Name, cfg.Name)}
+		return nil, &contract.InputError{Field: field.NewPath("KindCluster"), Reason: fmt.Sprintf("a kind cluster named %s exists already: reuse it (give its name here) or delete it with 'kind delete cluster --name %s'", cfg.Name, cfg.Name)}
 	default:
 		if err := KindImagePreflight(ctx, cfg.Image); err != nil {
 			return nil, err
@@ -501,7 +502,7 @@ func (k *Kind) Stop(failed bool) error {
 // bootproof-<pid>-<start ticks>, so SweepKind can tell when its run is
 // gone.
 func KindOwnedName() string {
-	o := shutdown.Self()
+	o := ownership.Self()
 	return fmt.Sprintf("bootproof-%d-%d", o.PID, o.Start)
 }
 
@@ -529,7 +530,7 @@ func SweepKind(p KindClusters, dryRun bool) ([]string, error) {
 		if m == nil {
 			continue
 		}
-		o, err := shutdown.ParseOwner(m[1] + "/" + m[2])
+		o, err := ownership.ParseOwner(m[1] + "/" + m[2])
 		if err != nil || o.Alive() {
 			continue
 		}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/contract"
 )
 
 // kubeconfigFor writes a kubeconfig whose server is https://addr.
@@ -83,8 +83,8 @@ func TestKubeconfigPointingNowhere(t *testing.T) {
 			if took := time.Since(start); took > 5*time.Second {
 				t.Errorf("took %s, want about the probe bound of 1s", took)
 			}
-			var ie *scenarios.InputError
-			if !errors.As(err, &ie) || ie.Field != "Kubeconfig" || ie.Value != path {
+			var ie *contract.InputError
+			if !errors.As(err, &ie) || ie.Field.String() != "Kubeconfig" || ie.Value != path {
 				t.Fatalf("error %v, want an InputError about the Kubeconfig %s", err, path)
 			}
 			msg := err.Error()

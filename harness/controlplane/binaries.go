@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Environment variables consulted for binaries.
@@ -91,8 +93,9 @@ func FindBinaries(binDir string) (Binaries, error) {
 }
 
 // BinariesNotFoundError is FindBinaries' error: which binaries are
-// missing and where it looked. A command line can add the flag that sets
-// the directory (Config.BinDir).
+// missing and where it looked. It is a contract.FieldError about
+// Config.BinDir, so a command line names the flag that sets the
+// directory.
 type BinariesNotFoundError struct {
 	// Missing are the binary names not found (BinEtcd, ...).
 	Missing []string
@@ -101,6 +104,9 @@ type BinariesNotFoundError struct {
 }
 
 func (e *BinariesNotFoundError) Error() string { return e.Render("Config.BinDir") }
+
+// FieldPath implements contract.FieldError: the directory's setting.
+func (e *BinariesNotFoundError) FieldPath() *field.Path { return field.NewPath("BinDir") }
 
 // Render writes the error naming the setting of the binaries' directory
 // (a flag, or the field).

@@ -1,11 +1,14 @@
 package controlplane
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Defaults. The grace and monitor periods are the upstream defaults of
@@ -151,13 +154,14 @@ type Config struct {
 	ExtraArgs map[string][]string
 }
 
-// ConfigError is a configuration value that was not accepted. A command
-// line maps Field to the flag that sets it, so its users see what to
-// change; the message names only the field.
+// ConfigError is a configuration value that was not accepted. It is a
+// contract.FieldError: a command line maps Field to the flag that sets
+// it, so its users see what to change; the message names only the field.
 type ConfigError struct {
-	// Field is the Config field: GracePeriod, MonitorPeriod, Controllers,
-	// StartTimeout, StopTimeout, CertValidity, ExtraArgs or BinDir.
-	Field string
+	// Field is the Config field: GracePeriod, MonitorPeriod,
+	// Controllers[i], StartTimeout, StopTimeout, CertValidity,
+	// ExtraArgs[process] or BinDir.
+	Field *field.Path
 	// Value is the value not accepted (for Controllers the one name, for
 	// ExtraArgs the process name).
 	Value string
@@ -165,7 +169,10 @@ type ConfigError struct {
 	Accepted string
 }
 
-func (e *ConfigError) Error() string { return e.Render(e.Field) }
+func (e *ConfigError) Error() string { return e.Render(e.Field.String()) }
+
+// FieldPath implements contract.FieldError.
+func (e *ConfigError) FieldPath() *field.Path { return e.Field }
 
 // Render writes the error naming the setting name (a flag, or the field).
 func (e *ConfigError) Render(name string) string {
@@ -205,38 +212,42 @@ func (c Config) Default() Config {
 // defaulted Config.
 func (c Config) Validate() error {
 	if c.GracePeriod < time.Second {
-		return &ConfigError{Field: "GracePeriod", Value: c.GracePeriod.String(),
+		return &ConfigError{Field: field.NewPath("GracePeriod"), Value: c.GracePeriod.String(),
 			Accepted: "a duration of at least 1s, longer than the monitor period (e.g. 8s; Kubernetes' default is 50s)"}
 	}
 	if c.MonitorPeriod <= 0 || c.MonitorPeriod >= c.GracePeriod {
-		return &ConfigError{Field: "MonitorPeriod", Value: c.MonitorPeriod.String(),
+		return &ConfigError{Field: field.NewPath("MonitorPeriod"), Value: c.MonitorPeriod.String(),
 			Accepted: fmt.Sprintf("a positive duration shorter than the grace period %s (e.g. 1s; Kubernetes' default is 5s)", c.GracePeriod)}
 	}
-	for _, name := range c.Controllers {
+	for i, name := range c.Controllers {
 		if _, err := canonicalController(name); err != nil {
+			var ce *ConfigError
+			if errors.As(err, &ce) {
+				ce.Field = field.NewPath("Controllers").Index(i)
+			}
 			return err
 		}
 	}
 	if c.StartTimeout <= 0 {
-		return &ConfigError{Field: "StartTimeout", Value: c.StartTimeout.String(), Accepted: "a positive duration"}
+		return &ConfigError{Field: field.NewPath("StartTimeout"), Value: c.StartTimeout.String(), Accepted: "a positive duration"}
 	}
 	if c.StopTimeout <= 0 {
-		return &ConfigError{Field: "StopTimeout", Value: c.StopTimeout.String(), Accepted: "a positive duration"}
+		return &ConfigError{Field: field.NewPath("StopTimeout"), Value: c.StopTimeout.String(), Accepted: "a positive duration"}
 	}
 	if c.CertValidity < MinCertValidity || c.CertValidity > MaxCertValidity {
-		return &ConfigError{Field: "CertValidity", Value: c.CertValidity.String(),
+		return &ConfigError{Field: field.NewPath("CertValidity"), Value: c.CertValidity.String(),
 			Accepted: fmt.Sprintf("a duration from %s to %s that outlasts the run (default %s)", MinCertValidity, MaxCertValidity, DefaultCertValidity)}
 	}
 	for name := range c.ExtraArgs {
 		if name != BinEtcd && name != BinKubeAPIServer && name != BinKubeControllerManager {
-			return &ConfigError{Field: "ExtraArgs", Value: name,
+			return &ConfigError{Field: field.NewPath("ExtraArgs").Key(name), Value: name,
 				Accepted: strings.Join([]string{BinEtcd, BinKubeAPIServer, BinKubeControllerManager}, ", ")}
 		}
 	}
 	if c.BinDir != "" {
 		st, err := os.Stat(c.BinDir)
 		if err != nil || !st.IsDir() {
-			return &ConfigError{Field: "BinDir", Value: c.BinDir,
+			return &ConfigError{Field: field.NewPath("BinDir"), Value: c.BinDir,
 				Accepted: "an existing directory holding etcd, kube-apiserver and kube-controller-manager (build them with 'make controlplane'); the value may come from $" + EnvBinDir}
 		}
 	}
@@ -255,7 +266,7 @@ func canonicalController(name string) (string, error) {
 		base = alias
 	}
 	if !slices.Contains(KnownControllers, base) {
-		return "", &ConfigError{Field: "Controllers", Value: name,
+		return "", &ConfigError{Field: field.NewPath("Controllers"), Value: name,
 			Accepted: "'*' or these names, each optionally prefixed with '-': " + strings.Join(KnownControllers, ", ")}
 	}
 	if neg {

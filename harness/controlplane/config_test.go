@@ -40,10 +40,10 @@ func TestConfigValidate(t *testing.T) {
 		{name: "negative grace period", cfg: Config{GracePeriod: -time.Second}, wantField: "GracePeriod", wantValue: "-1s", wantText: "at least 1s"},
 		{name: "grace shorter than monitor", cfg: Config{GracePeriod: 2 * time.Second, MonitorPeriod: 3 * time.Second}, wantField: "MonitorPeriod", wantValue: "3s", wantText: "shorter than the grace period 2s"},
 		{name: "negative monitor period", cfg: Config{MonitorPeriod: -time.Second}, wantField: "MonitorPeriod", wantValue: "-1s", wantText: "positive duration"},
-		{name: "unknown controller", cfg: Config{Controllers: []string{"node-lifecycle-controller", "bogus"}}, wantField: "Controllers", wantValue: "bogus", wantText: "node-lifecycle-controller"},
+		{name: "unknown controller", cfg: Config{Controllers: []string{"node-lifecycle-controller", "bogus"}}, wantField: "Controllers[1]", wantValue: "bogus", wantText: "node-lifecycle-controller"},
 		{name: "negative start timeout", cfg: Config{StartTimeout: -time.Second}, wantField: "StartTimeout", wantValue: "-1s", wantText: "positive duration"},
 		{name: "negative stop timeout", cfg: Config{StopTimeout: -time.Second}, wantField: "StopTimeout", wantValue: "-1s", wantText: "positive duration"},
-		{name: "extra args of another process", cfg: Config{ExtraArgs: map[string][]string{"kubelet": {"--v=2"}}}, wantField: "ExtraArgs", wantValue: "kubelet", wantText: "etcd, kube-apiserver, kube-controller-manager"},
+		{name: "extra args of another process", cfg: Config{ExtraArgs: map[string][]string{"kubelet": {"--v=2"}}}, wantField: "ExtraArgs[kubelet]", wantValue: "kubelet", wantText: "etcd, kube-apiserver, kube-controller-manager"},
 		{name: "short cert validity", cfg: Config{CertValidity: time.Minute}, wantField: "CertValidity", wantValue: "1m0s", wantText: "from 1h0m0s to 8784h0m0s"},
 		{name: "cert validity past a year", cfg: Config{CertValidity: 400 * 24 * time.Hour}, wantField: "CertValidity", wantValue: "9600h0m0s", wantText: "outlasts the run"},
 		{name: "missing bin dir", cfg: Config{BinDir: dir + "/nope"}, wantField: "BinDir", wantValue: dir + "/nope", wantText: "make controlplane"},
@@ -61,7 +61,7 @@ func TestConfigValidate(t *testing.T) {
 			if !errors.As(err, &ce) {
 				t.Fatalf("Validate() = %v, want a *ConfigError", err)
 			}
-			if ce.Field != tc.wantField || ce.Value != tc.wantValue {
+			if ce.Field.String() != tc.wantField || ce.Value != tc.wantValue {
 				t.Errorf("ConfigError field %s value %q, want %s %q", ce.Field, ce.Value, tc.wantField, tc.wantValue)
 			}
 			msg := err.Error()

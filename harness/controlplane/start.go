@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/bootproof/bootproof/harness/shutdown"
+	"github.com/bootproof/bootproof/ownership"
 )
 
 // maxStartAttempts bounds retries when a chosen port was taken before the
@@ -97,8 +98,8 @@ func start(ctx context.Context, cfg Config, bins Binaries) (_ *ControlPlane, ret
 func (cp *ControlPlane) setRunDir() error {
 	if cp.cfg.Dir == "" {
 		// Named for this process: a run killed before Stop leaves it
-		// to the next run's sweep (shutdown.SweepTempDirs).
-		d, err := shutdown.TempDir("controlplane")
+		// to the next run's sweep (ownership.SweepTempDirs).
+		d, err := ownership.TempDir("controlplane")
 		if err != nil {
 			return err
 		}

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/util/validation/field"
+	"github.com/bootproof/bootproof/contract"
 )
 
 // Binaries every node image needs in Config.BinDir, as
@@ -75,21 +75,21 @@ func (c *Config) Default() {
 }
 
 // Validate checks the configuration and that every binary is in BinDir.
-// Its errors carry the field's path (BinDir, Tag, ...).
+// It joins a *contract.InputError per field (BinDir, Tag, ...).
 func (c *Config) Validate() error {
-	var errs field.ErrorList
+	var errs []error
 	if c.Tag == "" {
-		errs = append(errs, field.Required(field.NewPath("Tag"), "the node image's name, e.g. bootproof/kind-node:v1.37.2"))
+		errs = append(errs, contract.NewInputError("Tag", "", "required: the node image's name, e.g. bootproof/kind-node:v1.37.2", nil))
 	} else if c.Tag != strings.ToLower(c.Tag) || strings.ContainsAny(c.Tag, " @") {
-		errs = append(errs, field.Invalid(field.NewPath("Tag"), c.Tag, "accepted: a lower-case image name with a tag and no digest"))
+		errs = append(errs, contract.NewInputError("Tag", c.Tag, "accepted: a lower-case image name with a tag and no digest", nil))
 	}
 	if c.BinDir == "" {
-		errs = append(errs, field.Required(field.NewPath("BinDir"), "the binaries of tools/kindnode/build.sh (bin/kindnode)"))
+		errs = append(errs, contract.NewInputError("BinDir", "", "required: the binaries of tools/kindnode/build.sh (bin/kindnode)", nil))
 	} else if missing := missingBinaries(c.BinDir); len(missing) > 0 {
-		errs = append(errs, field.Invalid(field.NewPath("BinDir"), c.BinDir,
-			fmt.Sprintf("missing %s: build them with tools/kindnode/build.sh ('make kind-image' does)", strings.Join(missing, ", "))))
+		errs = append(errs, contract.NewInputError("BinDir", c.BinDir,
+			fmt.Sprintf("missing %s: build them with tools/kindnode/build.sh ('make kind-image' does)", strings.Join(missing, ", ")), nil))
 	}
-	return errs.ToAggregate()
+	return errors.Join(errs...)
 }
 
 func missingBinaries(dir string) []string {

@@ -16,7 +16,8 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/bootproof/bootproof/contract"
 )
 
 // kubeadmList is what 'kubeadm config images list' printed for v1.37.2.
@@ -378,15 +379,15 @@ func TestConfigValidate(t *testing.T) {
 	}
 	c := Config{BinDir: dir, Tag: "Bootproof/Node:X"}
 	err := c.Validate()
-	var agg interface{ Errors() []error }
-	if !errors.As(err, &agg) || len(agg.Errors()) != 2 {
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok || len(joined.Unwrap()) != 2 {
 		t.Fatalf("Validate = %v, want two field errors", err)
 	}
 	fields := map[string]string{}
-	for _, e := range agg.Errors() {
-		var fe *field.Error
+	for _, e := range joined.Unwrap() {
+		var fe *contract.InputError
 		if errors.As(e, &fe) {
-			fields[fe.Field] = fe.Detail
+			fields[fe.Field.String()] = fe.Reason
 		}
 	}
 	if !strings.Contains(fields["BinDir"], "runc") || !strings.Contains(fields["BinDir"], "etcd") || !strings.Contains(fields["BinDir"], "tools/kindnode/build.sh") {

@@ -2,10 +2,11 @@ package kindimage
 
 import (
 	"debug/elf"
+	"errors"
 	"fmt"
 	"os"
 
-	"k8s.io/apimachinery/pkg/util/validation/field"
+	"github.com/bootproof/bootproof/contract"
 )
 
 // DefaultOperatorRef is the name of bootproof's operator image, as the
@@ -24,17 +25,18 @@ type OperatorImage struct {
 }
 
 // Validate checks the fields and that the executable is statically
-// linked (the image holds nothing else).
+// linked (the image holds nothing else); it joins a *contract.InputError
+// per field.
 func (o *OperatorImage) Validate() error {
-	var errs field.ErrorList
+	var errs []error
 	if o.Ref == "" {
 		o.Ref = DefaultOperatorRef
 	}
 	if _, err := ParseImageRef(o.Ref); err != nil {
-		errs = append(errs, field.Invalid(field.NewPath("Ref"), o.Ref, "accepted: an image name with a tag, e.g. "+DefaultOperatorRef))
+		errs = append(errs, contract.NewInputError("Ref", o.Ref, "accepted: an image name with a tag, e.g. "+DefaultOperatorRef, nil))
 	}
 	if o.Out == "" {
-		errs = append(errs, field.Required(field.NewPath("Out"), "the image archive to write"))
+		errs = append(errs, contract.NewInputError("Out", "", "required: the image archive to write", nil))
 	}
 	if o.Executable == "" {
 		exe, err := os.Executable()
@@ -44,12 +46,12 @@ func (o *OperatorImage) Validate() error {
 		o.Executable = exe
 	}
 	if static, err := IsStatic(o.Executable); err != nil {
-		errs = append(errs, field.Invalid(field.NewPath("Executable"), o.Executable, err.Error()))
+		errs = append(errs, contract.NewInputError("Executable", o.Executable, "accepted: a statically linked bootproof executable", err))
 	} else if !static {
-		errs = append(errs, field.Invalid(field.NewPath("Executable"), o.Executable,
-			"dynamically linked, so it cannot run alone in an image: build it with CGO_ENABLED=0 ('make build' does)"))
+		errs = append(errs, contract.NewInputError("Executable", o.Executable,
+			"dynamically linked, so it cannot run alone in an image: build it with CGO_ENABLED=0 ('make build' does)", nil))
 	}
-	return errs.ToAggregate()
+	return errors.Join(errs...)
 }
 
 // Write writes the archive.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -11,6 +12,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 
 	"github.com/bootproof/bootproof/fakes"
+	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/scenarios"
 )
 
@@ -23,7 +25,7 @@ type Progress interface {
 // Config is one run.
 type Config struct {
 	Cluster   scenarios.Cluster
-	Backend   scenarios.NodeBackend
+	Backend   nodeapi.NodeBackend
 	Subjects  []scenarios.Subject
 	Scenarios []*scenarios.Scenario
 	// Parallel is how many cases run at once; default 1.
@@ -31,7 +33,7 @@ type Config struct {
 	// MaxNodes caps scenario node counts (0: none).
 	MaxNodes int
 	Progress Progress
-	// RunID labels everything the cases create (scenarios.RunLabel); see
+	// RunID labels everything the cases create (contract.RunLabel); see
 	// package harness/runs.
 	RunID string
 }
@@ -93,15 +95,20 @@ func Run(ctx context.Context, cfg Config) scenarios.Results {
 	}
 	out := make([]scenarios.CaseResult, n)
 	eng := Engine(cfg)
-	// The cluster's health is part of every verdict.
+	// The cluster's health is part of every verdict. Run returns only
+	// once the monitor has stopped.
 	monCtx, stopMon := context.WithCancel(ctx)
-	defer stopMon()
+	var mon sync.WaitGroup
+	defer func() {
+		stopMon()
+		mon.Wait()
+	}()
 	eng.Health = &scenarios.HealthMonitor{Cluster: cfg.Cluster}
-	go func() {
+	mon.Go(func() {
 		if err := eng.Health.Start(monCtx); err != nil {
 			logr.FromContextOrDiscard(ctx).Error(err, "cluster health monitor")
 		}
-	}()
+	})
 	runJobs(ctx, cfg, eng, scoped, max(1, cfg.Parallel), out, "")
 	for _, subj := range cfg.Subjects {
 		jobs, ok := wide[subj]

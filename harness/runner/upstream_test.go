@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/harness/controlplane"
 	"github.com/bootproof/bootproof/harness/controlplane/cptest"
 	"github.com/bootproof/bootproof/harness/subject"
@@ -34,7 +35,7 @@ func TestCatalogObjectsUnderUpstreamSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	create := func(u *unstructured.Unstructured) error {
-		_, err := dyn.Resource(scenarios.NMCResource).Create(ctx, u, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err := dyn.Resource(contract.NMCResource).Create(ctx, u, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err
 	}
 	all, err := scenarios.Catalog()
@@ -46,7 +47,7 @@ func TestCatalogObjectsUnderUpstreamSchema(t *testing.T) {
 		kernel := "6.1.0-28-amd64"
 		mods := s.Modules
 		check := func(when string) {
-			b := scenarios.NMCBuilder{Namespace: "bp-abc123", KernelVersion: kernel, Labels: map[string]string{scenarios.CaseLabel: "abc123"}}
+			b := scenarios.NMCBuilder{Namespace: "bp-abc123", KernelVersion: kernel, Labels: map[string]string{contract.CaseLabel: "abc123"}}
 			u, err := b.Build("bp-abc123-n0", mods).Unstructured()
 			if err != nil {
 				t.Fatalf("%s %s: %v", s.Name, when, err)

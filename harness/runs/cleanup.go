@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/bootproof/bootproof/contract"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,15 +15,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-
-	"github.com/bootproof/bootproof/scenarios"
 )
 
 // Kinds are the resources a run's objects may be of, in the order they
 // are deleted: what lives in a namespace or on a node first, the
 // NodeModulesConfig CRD last (it takes every NodeModulesConfig with it).
 var Kinds = []schema.GroupVersionResource{
-	scenarios.NMCResource,
+	contract.NMCResource,
 	{Version: "v1", Resource: "nodes"},
 	{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"},
 	{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
@@ -83,10 +82,6 @@ type Cleaner interface {
 // CRD) is skipped; every other error is returned after the rest was
 // tried.
 func Cleanup(ctx context.Context, cfg *rest.Config, o Options, cleaners ...Cleaner) ([]Deleted, error) {
-	now := time.Now
-	if o.Now != nil {
-		now = o.Now
-	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -94,6 +89,15 @@ func Cleanup(ctx context.Context, cfg *rest.Config, o Options, cleaners ...Clean
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
+	}
+	return cleanup(ctx, cs, dyn, o, cleaners...)
+}
+
+// cleanup is Cleanup with its clients.
+func cleanup(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, o Options, cleaners ...Cleaner) ([]Deleted, error) {
+	now := time.Now
+	if o.Now != nil {
+		now = o.Now
 	}
 	live, err := alive(ctx, cs, now())
 	if err != nil {
@@ -133,8 +137,8 @@ func sweep(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionRe
 	}
 	var out []Deleted
 	var errs []error
-	for _, sel := range []string{scenarios.RunLabel, SharedLabel + "=true"} {
-		if sel != scenarios.RunLabel && !shared {
+	for _, sel := range []string{contract.RunLabel, SharedLabel + "=true"} {
+		if sel != contract.RunLabel && !shared {
 			continue
 		}
 		list, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: sel})
@@ -145,8 +149,8 @@ func sweep(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionRe
 			return out, fmt.Errorf("list %s: %w", res, err)
 		}
 		for _, u := range list.Items {
-			run := u.GetLabels()[scenarios.RunLabel]
-			if sel == scenarios.RunLabel && !doomed(run) {
+			run := u.GetLabels()[contract.RunLabel]
+			if sel == contract.RunLabel && !doomed(run) {
 				continue
 			}
 			if u.GetDeletionTimestamp() != nil {

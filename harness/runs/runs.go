@@ -1,6 +1,6 @@
 // Package runs gives every bootproof run on a cluster an identity and a
 // life: a run ID that labels everything the run creates
-// (scenarios.RunLabel), and a Lease the run renews while it lives. At its
+// (contract.RunLabel), and a Lease the run renews while it lives. At its
 // end a run deletes what it labelled (Run.Finish); 'bootproof cleanup'
 // deletes what runs that died left (Cleanup).
 //
@@ -17,7 +17,7 @@
 //
 // # What is deleted
 //
-// Objects labelled scenarios.RunLabel=<id> belong to run <id> alone
+// Objects labelled contract.RunLabel=<id> belong to run <id> alone
 // (Nodes and their Leases, case namespaces, NodeModulesConfigs, CSRs,
 // RBAC of one run): they are deleted when <id> is dead (Cleanup) or at
 // <id>'s end (Finish). Objects labelled SharedLabel are what bootproof
@@ -41,14 +41,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bootproof/bootproof/contract"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-
-	"github.com/bootproof/bootproof/scenarios"
 )
 
 // The run Lease and the labels.
@@ -78,7 +77,7 @@ func NewID() string {
 }
 
 // Labels returns the labels of an object of run id.
-func Labels(id string) map[string]string { return map[string]string{scenarios.RunLabel: id} }
+func Labels(id string) map[string]string { return map[string]string{contract.RunLabel: id} }
 
 // SharedLabels returns the labels of an object runs share.
 func SharedLabels() map[string]string { return map[string]string{SharedLabel: "true"} }
@@ -163,13 +162,13 @@ func (r *Run) Finish(ctx context.Context) ([]Deleted, error) {
 // alive reads every run Lease and returns the IDs of the runs alive at
 // now.
 func alive(ctx context.Context, cs kubernetes.Interface, now time.Time) (map[string]bool, error) {
-	list, err := cs.CoordinationV1().Leases(LeaseNamespace).List(ctx, metav1.ListOptions{LabelSelector: scenarios.RunLabel})
+	list, err := cs.CoordinationV1().Leases(LeaseNamespace).List(ctx, metav1.ListOptions{LabelSelector: contract.RunLabel})
 	if err != nil {
 		return nil, fmt.Errorf("list run leases in %s: %w", LeaseNamespace, err)
 	}
 	out := map[string]bool{}
 	for _, l := range list.Items {
-		id := l.Labels[scenarios.RunLabel]
+		id := l.Labels[contract.RunLabel]
 		if l.Name != LeasePrefix+id || l.Spec.RenewTime == nil {
 			continue
 		}

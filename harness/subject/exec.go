@@ -17,6 +17,7 @@ import (
 	"github.com/bootproof/bootproof/harness/cluster"
 	"github.com/bootproof/bootproof/harness/controlplane"
 	"github.com/bootproof/bootproof/harness/shutdown"
+	"github.com/bootproof/bootproof/ownership"
 	"github.com/bootproof/bootproof/scenarios"
 )
 
@@ -86,7 +87,7 @@ func (x *Exec) Setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("kubeconfig for subject %s: %w", x.File.Name, err)
 	}
-	if x.tmpDir, err = shutdown.TempDir("subject"); err != nil {
+	if x.tmpDir, err = ownership.TempDir("subject"); err != nil {
 		return fmt.Errorf("subject %s: %w", x.File.Name, err)
 	}
 	x.unregister = shutdown.Register("subject "+x.File.Name, x.kill)

@@ -10,8 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/bootproof/bootproof/kmm/controller"
 	"github.com/bootproof/bootproof/scenarios"
 )
 
@@ -205,17 +208,22 @@ func atoi(s string) int {
 	return n
 }
 
-// A reconciler panic that controller-runtime recovers still makes the
-// in-process instance report a fault.
+// A reconcile that panics makes the in-process instance report a fault:
+// the instance gives kmm its panic handler, which each reconcile's
+// recover calls with the value.
 func TestInProcessPanicIsReported(t *testing.T) {
 	in := &instance{}
-	sink := panicSink{in: in}
-	sink.Error(fmt.Errorf("some error"), "Reconciler error")
+	boom := controller.Recovering(reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+		panic("runtime error: index out of range [3] with length 1")
+	}), in.panicked)
 	if in.Err() != nil {
-		t.Fatalf("an ordinary error is a fault: %v", in.Err())
+		t.Fatalf("a fault before any reconcile: %v", in.Err())
 	}
-	sink.WithValues("controller", "nmc").Error(fmt.Errorf("panic: runtime error: index out of range [recovered]"), "Reconciler error")
-	if err := in.Err(); err == nil || !strings.Contains(err.Error(), "its reconciler panicked: panic: runtime error") {
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: "node-1"}}
+	if _, err := boom.Reconcile(context.Background(), req); err == nil {
+		t.Error("the panicking reconcile returned no error")
+	}
+	if err := in.Err(); err == nil || err.Error() != "its reconciler panicked on node node-1: runtime error: index out of range [3] with length 1" {
 		t.Errorf("Err = %v", err)
 	}
 }

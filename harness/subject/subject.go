@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/bootproof/bootproof/harness/cluster"
 	"github.com/bootproof/bootproof/harness/runs"
@@ -165,7 +166,8 @@ func (in *instance) start() error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	o := in.opts
-	o.Logger = logr.New(panicSink{LogSink: in.log.GetSink(), in: in}).V(in.log.GetV())
+	o.Logger = in.log
+	o.OnPanic = in.panicked
 	mgr, err := kmm.NewManager(ctx, in.rc, o)
 	if err != nil {
 		cancel()
@@ -186,52 +188,14 @@ func (in *instance) start() error {
 	return nil
 }
 
-// panicSink reports to its instance a reconciler panic that
-// controller-runtime recovered and logged ("panic: ... [recovered]"): the
-// subject misbehaved even though its manager runs on.
-type panicSink struct {
-	logr.LogSink
-	in *instance
-}
-
-func (p panicSink) Error(err error, msg string, kv ...any) {
-	if err != nil && strings.Contains(err.Error(), "panic: ") && strings.Contains(err.Error(), "[recovered]") {
-		p.in.mu.Lock()
-		if p.in.failed == nil {
-			p.in.failed = fmt.Errorf("its reconciler panicked: %v", err)
-		}
-		p.in.mu.Unlock()
-	}
-	if p.LogSink != nil {
-		p.LogSink.Error(err, msg, kv...)
-	}
-}
-
-func (p panicSink) WithValues(kv ...any) logr.LogSink {
-	if p.LogSink == nil {
-		return p
-	}
-	return panicSink{p.LogSink.WithValues(kv...), p.in}
-}
-
-func (p panicSink) WithName(name string) logr.LogSink {
-	if p.LogSink == nil {
-		return p
-	}
-	return panicSink{p.LogSink.WithName(name), p.in}
-}
-
-func (p panicSink) Init(info logr.RuntimeInfo) {
-	if p.LogSink != nil {
-		p.LogSink.Init(info)
-	}
-}
-
-func (p panicSink) Enabled(level int) bool { return p.LogSink != nil && p.LogSink.Enabled(level) }
-
-func (p panicSink) Info(level int, msg string, kv ...any) {
-	if p.LogSink != nil {
-		p.LogSink.Info(level, msg, kv...)
+// panicked records a reconcile that panicked (kmm.Options.OnPanic, a
+// recover around each reconcile): the subject misbehaved even though its
+// manager runs on.
+func (in *instance) panicked(req reconcile.Request, v any) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.failed == nil {
+		in.failed = fmt.Errorf("its reconciler panicked on node %s: %v", req.Name, v)
 	}
 }
 

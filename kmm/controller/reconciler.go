@@ -77,6 +77,9 @@ type Reconciler struct {
 	// reconciled at once (one node is never reconciled twice at once);
 	// default 1.
 	MaxConcurrentReconciles int
+	// OnPanic, when set, learns of a reconcile that panicked (Recovering);
+	// the reconcile then fails and is retried.
+	OnPanic PanicHandler
 
 	// seen holds, per NMC name, the resourceVersion of the newest state
 	// of the NMC the reconciler knows of (its own status write, or an API

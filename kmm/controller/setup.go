@@ -30,12 +30,16 @@ const Name = "nodemodulesconfig"
 // SetupWithManager indexes worker pods by node and registers the
 // reconciler: it watches NodeModulesConfigs through NMCPredicate, the
 // worker pods they own through WorkerPodPredicate, and Nodes through
-// NodePredicate.
+// NodePredicate. With OnPanic set, each reconcile runs under Recovering.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, PodNodeNameIndex, func(o client.Object) []string {
 		return []string{o.(*corev1.Pod).Spec.NodeName}
 	}); err != nil {
 		return fmt.Errorf("index pods by %s: %w", PodNodeNameIndex, err)
+	}
+	var rec reconcile.Reconciler = r
+	if r.OnPanic != nil {
+		rec = Recovering(r, r.OnPanic)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
@@ -43,7 +47,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		For(&kmmv1beta1.NodeModulesConfig{}, builder.WithPredicates(NMCPredicate())).
 		Owns(&corev1.Pod{}, builder.WithPredicates(WorkerPodPredicate())).
 		Watches(&corev1.Node{}, NodeHandler(), builder.WithPredicates(NodePredicate())).
-		Complete(r)
+		Complete(rec)
 }
 
 // updates returns a predicate that passes creations, deletions, generic

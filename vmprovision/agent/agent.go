@@ -23,14 +23,14 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/bootproof/bootproof/fakes"
-	"github.com/bootproof/bootproof/vmprovision"
 	"github.com/bootproof/bootproof/vmprovision/agentapi"
+	"github.com/bootproof/bootproof/vmprovision/guest"
 )
 
 // Options are the agent's command-line options; the defaults are right for
 // /init in a bootproof VM.
 type Options struct {
-	// ConfigPath is the agent configuration (vmprovision.AgentConfigPath).
+	// ConfigPath is the agent configuration (guest.AgentConfigPath).
 	ConfigPath string
 	// Root is the kernel's root for tests; empty means "/".
 	Root string
@@ -51,7 +51,7 @@ func Main(args []string) int {
 	mainAt := bootClock()
 	fs := flag.NewFlagSet("bootproof-agent", flag.ContinueOnError)
 	opts := Options{SetupSystem: os.Getpid() == 1, mainAt: mainAt}
-	fs.StringVar(&opts.ConfigPath, "config", vmprovision.AgentConfigPath, "agent configuration file")
+	fs.StringVar(&opts.ConfigPath, "config", guest.AgentConfigPath, "agent configuration file")
 	fs.StringVar(&opts.Root, "root", "", "root of /proc and /lib/modules (tests)")
 	fs.BoolVar(&opts.SetupSystem, "setup-system", opts.SetupSystem, "mount /proc, /sys, /dev and configure the network (default: when PID 1)")
 	if err := fs.Parse(args); err != nil {
@@ -113,12 +113,12 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("read agent config: %w", err)
 	}
-	cfg, err := vmprovision.DecodeAgentConfig(f)
+	cfg, err := guest.DecodeAgentConfig(f)
 	f.Close()
 	if err != nil {
 		return fmt.Errorf("%s: %w", opts.ConfigPath, err)
 	}
-	kernel, err := vmprovision.NewRealKernel(vmprovision.RealKernelConfig{Root: opts.Root})
+	kernel, err := guest.NewRealKernel(guest.RealKernelConfig{Root: opts.Root})
 	if err != nil {
 		return fmt.Errorf("node %s: %w", cfg.NodeName, err)
 	}
@@ -181,7 +181,7 @@ func Run(ctx context.Context, opts Options) error {
 }
 
 // RestConfig is the API client configuration of the node.
-func RestConfig(cfg vmprovision.AgentConfig) *rest.Config {
+func RestConfig(cfg guest.AgentConfig) *rest.Config {
 	return &rest.Config{
 		Host: cfg.APIServer,
 		TLSClientConfig: rest.TLSClientConfig{

@@ -21,6 +21,7 @@ import (
 	"github.com/bootproof/bootproof/fakes"
 	"github.com/bootproof/bootproof/vmprovision"
 	"github.com/bootproof/bootproof/vmprovision/agentapi"
+	"github.com/bootproof/bootproof/vmprovision/guest"
 )
 
 type fakeMachine struct {
@@ -154,7 +155,7 @@ func TestControlHandler(t *testing.T) {
 }
 
 func TestRestConfig(t *testing.T) {
-	cfg := vmprovision.AgentConfig{NodeName: "vm-1", APIServer: "https://10.0.2.2:6443", CAData: "ca", CertData: "cert", KeyData: "key", TLSServerName: "127.0.0.1"}
+	cfg := guest.AgentConfig{NodeName: "vm-1", APIServer: "https://10.0.2.2:6443", CAData: "ca", CertData: "cert", KeyData: "key", TLSServerName: "127.0.0.1"}
 	rc := RestConfig(cfg)
 	if rc.Host != cfg.APIServer || string(rc.CAData) != "ca" || string(rc.CertData) != "cert" || string(rc.KeyData) != "key" ||
 		rc.ServerName != "127.0.0.1" || !strings.Contains(rc.UserAgent, "vm-1") {

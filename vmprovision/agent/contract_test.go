@@ -22,9 +22,10 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/bootproof/bootproof/fakes"
-	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/vmprovision"
 	"github.com/bootproof/bootproof/vmprovision/agentapi"
+	"github.com/bootproof/bootproof/vmprovision/guest"
 )
 
 // contractGuest is a guest without a VM: the agent's real ControlHandler
@@ -33,7 +34,7 @@ import (
 // over HTTP exactly as they do through QEMU.
 type contractGuest struct {
 	k       *fakes.SimKernel
-	cfg     vmprovision.AgentConfig // as the guest reads it from its initramfs
+	cfg     guest.AgentConfig // as the guest reads it from its initramfs
 	mu      sync.Mutex
 	actions []string
 }
@@ -117,14 +118,14 @@ func (h *contractHypervisor) Close() error { return nil }
 
 // guestConfig reads the agent's configuration from the node's archive of
 // its initramfs, which follows the main image at a 4-byte boundary.
-func guestConfig(initrd string, imageSize int64) (vmprovision.AgentConfig, error) {
+func guestConfig(initrd string, imageSize int64) (guest.AgentConfig, error) {
 	f, err := os.Open(initrd)
 	if err != nil {
-		return vmprovision.AgentConfig{}, err
+		return guest.AgentConfig{}, err
 	}
 	defer f.Close()
 	if _, err := f.Seek(imageSize+(4-imageSize%4)%4, io.SeekStart); err != nil {
-		return vmprovision.AgentConfig{}, err
+		return guest.AgentConfig{}, err
 	}
 	var raw []byte
 	var mode cpio.FileMode
@@ -135,19 +136,19 @@ func guestConfig(initrd string, imageSize int64) (vmprovision.AgentConfig, error
 			break
 		}
 		if err != nil {
-			return vmprovision.AgentConfig{}, err
+			return guest.AgentConfig{}, err
 		}
-		if "/"+h.Name == vmprovision.AgentConfigPath {
+		if "/"+h.Name == guest.AgentConfigPath {
 			if raw, err = io.ReadAll(r); err != nil {
-				return vmprovision.AgentConfig{}, err
+				return guest.AgentConfig{}, err
 			}
 			mode = h.Mode
 		}
 	}
 	if raw == nil || mode.Perm() != 0o600 {
-		return vmprovision.AgentConfig{}, fmt.Errorf("initramfs %s: %s missing or not mode 0600 (mode %o)", initrd, vmprovision.AgentConfigPath, mode.Perm())
+		return guest.AgentConfig{}, fmt.Errorf("initramfs %s: %s missing or not mode 0600 (mode %o)", initrd, guest.AgentConfigPath, mode.Perm())
 	}
-	return vmprovision.DecodeAgentConfig(bytes.NewReader(raw))
+	return guest.DecodeAgentConfig(bytes.NewReader(raw))
 }
 
 // TestHostGuestContract drives the real guest control API with the real
@@ -177,7 +178,7 @@ func TestHostGuestContract(t *testing.T) {
 		},
 	}
 	ctx := context.Background()
-	set, err := b.Provision(ctx, scenarios.ProvisionRequest{Names: []string{"vm-0"}, Timing: "fast"})
+	set, err := b.Provision(ctx, nodeapi.ProvisionRequest{Names: []string{"vm-0"}, Timing: "fast"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,9 +222,9 @@ func TestHostGuestContract(t *testing.T) {
 		t.Errorf("guest took %v, want %v", got, want)
 	}
 
-	for _, mode := range []scenarios.RebootMode{vmprovision.RebootGuest, vmprovision.RebootPanic} {
+	for _, mode := range []nodeapi.RebootMode{vmprovision.RebootGuest, vmprovision.RebootPanic} {
 		before := g.k.Boots()
-		out, err := ns.Reboot(ctx, "vm-0", scenarios.RebootRequest{Mode: mode})
+		out, err := ns.Reboot(ctx, "vm-0", nodeapi.RebootRequest{Mode: mode})
 		if err != nil {
 			t.Fatalf("reboot %s: %v", mode, err)
 		}

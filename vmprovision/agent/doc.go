@@ -1,6 +1,6 @@
 // Package agent is bootproof-agent, the guest side of a bootproof VM: it
 // runs as /init, mounts /proc, /sys and /dev, loads the virtio network
-// modules through the real kernel (vmprovision.RealKernel), configures the
+// modules through the real kernel (guest.RealKernel), configures the
 // NIC for QEMU user-mode networking with netlink, and runs the fakes
 // lightweight kubelet over the real kernel with the node's own
 // credentials. A small HTTP control API on the guest's control port lets

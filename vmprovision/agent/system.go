@@ -10,10 +10,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/bootproof/bootproof/vmprovision/guest"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
-
-	"github.com/bootproof/bootproof/vmprovision"
 )
 
 // mountPseudoFS mounts /proc, /sys and /dev (devtmpfs); one already
@@ -40,7 +39,7 @@ func mountPseudoFS() error {
 // setupNetwork brings up lo and the NIC with a static address and a
 // default route, waiting for the NIC to appear (its driver was just
 // loaded).
-func setupNetwork(ctx context.Context, n vmprovision.GuestNetwork) error {
+func setupNetwork(ctx context.Context, n guest.Network) error {
 	if lo, err := netlink.LinkByName("lo"); err == nil {
 		_ = netlink.LinkSetUp(lo)
 	}

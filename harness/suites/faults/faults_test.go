@@ -30,6 +30,7 @@ import (
 	"github.com/bootproof/bootproof/harness/controlplane/cptest"
 	"github.com/bootproof/bootproof/harness/runner"
 	"github.com/bootproof/bootproof/harness/subject"
+	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/reports"
 	"github.com/bootproof/bootproof/scenarios"
 )
@@ -191,7 +192,7 @@ func trigger(ctx context.Context, t *testing.T, rc *rest.Config, on string, inje
 }
 
 // runCase runs s with subj and the fault inject fires on.
-func runCase(t *testing.T, cl scenarios.Cluster, be scenarios.NodeBackend, s *scenarios.Scenario, subj scenarios.Subject,
+func runCase(t *testing.T, cl scenarios.Cluster, be nodeapi.NodeBackend, s *scenarios.Scenario, subj scenarios.Subject,
 	on string, inject func(node string)) scenarios.CaseResult {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -365,7 +366,7 @@ func TestUnplannedReboot(t *testing.T) {
 			subj, _ := subject.New(name, e)
 			c := runCase(t, e, be, scenario(t, "fault-no-reboot"), subj, "ready", func(node string) {
 				go func() {
-					if _, err := be.set().Reboot(context.Background(), node, scenarios.RebootRequest{Mode: "reset", Downtime: time.Second}); err != nil {
+					if _, err := be.set().Reboot(context.Background(), node, nodeapi.RebootRequest{Mode: "reset", Downtime: time.Second}); err != nil {
 						t.Errorf("reboot %s: %v", node, err)
 					}
 				}()
@@ -380,12 +381,12 @@ func TestUnplannedReboot(t *testing.T) {
 
 // capture is a node backend that keeps the last node set it provisioned.
 type capture struct {
-	scenarios.NodeBackend
+	nodeapi.NodeBackend
 	mu   sync.Mutex
-	last scenarios.NodeSet
+	last nodeapi.NodeSet
 }
 
-func (c *capture) Provision(ctx context.Context, req scenarios.ProvisionRequest) (scenarios.NodeSet, error) {
+func (c *capture) Provision(ctx context.Context, req nodeapi.ProvisionRequest) (nodeapi.NodeSet, error) {
 	ns, err := c.NodeBackend.Provision(ctx, req)
 	c.mu.Lock()
 	c.last = ns
@@ -393,14 +394,14 @@ func (c *capture) Provision(ctx context.Context, req scenarios.ProvisionRequest)
 	return ns, err
 }
 
-func (c *capture) set() scenarios.NodeSet {
+func (c *capture) set() nodeapi.NodeSet {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.last
 }
 
 // TestSIGINT interrupts 'bootproof run' mid-case, once (it stops in
-// order) and twice (it forces the exit after a bounded cleanup): exit 2,
+// order) and twice (it forces the exit after a bounded cleanup): exit 3,
 // every case not run, nothing judged, and no process or directory of the
 // embedded cluster left.
 func TestSIGINT(t *testing.T) {
@@ -493,7 +494,7 @@ func TestSIGINT(t *testing.T) {
 				// was judged either.
 				table.mu.Lock()
 				table.rows = append(table.rows, row{Fault: fault, Subject: "bootid, legacy", Verdict: "no report", Observed: "-", OK: true,
-					Message: "forced exit before the reports were written: exit 2, nothing judged, nothing left"})
+					Message: "forced exit before the reports were written: exit 3, nothing judged, nothing left"})
 				table.mu.Unlock()
 				return
 			}

@@ -1,4 +1,4 @@
-package vmprovision
+package guest
 
 import (
 	"bytes"
@@ -21,16 +21,16 @@ const AgentConfigPath = "/etc/bootproof/agent.json"
 // 10.0.2.15/24 behind QEMU's gateway 10.0.2.2 (restricted: it forwards
 // only the API server, see GuestAPIServer).
 const (
-	DefaultGuestInterface = "eth0"
-	DefaultGuestAddress   = "10.0.2.15/24"
-	DefaultGuestGateway   = "10.0.2.2"
+	DefaultInterface = "eth0"
+	DefaultAddress   = "10.0.2.15/24"
+	DefaultGateway   = "10.0.2.2"
 	// DefaultAgentControlPort is the guest TCP port of the agent's control
 	// API (reboot, panic); the provider forwards a host port to it.
 	DefaultAgentControlPort = 7070
 )
 
-// DefaultGuestModules are loaded at boot, before the network comes up.
-var DefaultGuestModules = []string{"virtio_pci", "virtio_net"}
+// DefaultModules are loaded at boot, before the network comes up.
+var DefaultModules = []string{"virtio_pci", "virtio_net"}
 
 // AgentConfig is the guest agent's configuration, a JSON file in the
 // per-node initramfs. Credentials are PEM text.
@@ -54,10 +54,10 @@ type AgentConfig struct {
 	// TimingScale divides the profile's intervals; 0 means 1.
 	TimingScale float64 `json:"timingScale,omitempty"`
 	// Modules are loaded at boot, before the network; nil means
-	// DefaultGuestModules.
+	// DefaultModules.
 	Modules []string `json:"modules,omitempty"`
 	// Network configures the guest NIC.
-	Network GuestNetwork `json:"network"`
+	Network Network `json:"network"`
 	// ControlPort is the guest TCP port of the agent's control API; 0
 	// means DefaultAgentControlPort.
 	ControlPort int `json:"controlPort,omitempty"`
@@ -69,8 +69,8 @@ type AgentConfig struct {
 	Labels map[string]string `json:"labels,omitempty"`
 }
 
-// GuestNetwork is the guest's static network configuration.
-type GuestNetwork struct {
+// Network is the guest's static network configuration.
+type Network struct {
 	Interface string `json:"interface,omitempty"`
 	Address   string `json:"address,omitempty"` // CIDR
 	Gateway   string `json:"gateway,omitempty"`
@@ -139,16 +139,16 @@ func (c *AgentConfig) Default() error {
 		return wrap("timingScale %v is negative", c.TimingScale)
 	}
 	if c.Modules == nil {
-		c.Modules = append([]string(nil), DefaultGuestModules...)
+		c.Modules = append([]string(nil), DefaultModules...)
 	}
 	if c.Network.Interface == "" {
-		c.Network.Interface = DefaultGuestInterface
+		c.Network.Interface = DefaultInterface
 	}
 	if c.Network.Address == "" {
-		c.Network.Address = DefaultGuestAddress
+		c.Network.Address = DefaultAddress
 	}
 	if c.Network.Gateway == "" {
-		c.Network.Gateway = DefaultGuestGateway
+		c.Network.Gateway = DefaultGateway
 	}
 	pfx, err := netip.ParsePrefix(c.Network.Address)
 	if err != nil {

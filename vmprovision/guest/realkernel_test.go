@@ -1,6 +1,6 @@
 //go:build linux
 
-package vmprovision
+package guest
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package vmprovision
+package guest
 
 import (
 	"bytes"
@@ -40,7 +40,7 @@ func TestDecodeAgentConfig(t *testing.T) {
 		wantErr string
 	}{
 		{name: "defaults", in: func(t *testing.T) string { return agentJSON(t, nil) }, check: func(t *testing.T, c AgentConfig) {
-			want := GuestNetwork{Interface: "eth0", Address: "10.0.2.15/24", Gateway: "10.0.2.2"}
+			want := Network{Interface: "eth0", Address: "10.0.2.15/24", Gateway: "10.0.2.2"}
 			if c.Network != want {
 				t.Errorf("network %+v, want %+v", c.Network, want)
 			}

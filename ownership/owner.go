@@ -1,4 +1,4 @@
-package shutdown
+package ownership
 
 import (
 	"errors"
@@ -12,20 +12,21 @@ import (
 	"time"
 )
 
-// What a run leaves behind when it is SIGKILLed (no cleanup runs) is
-// found again by its owner: every temporary directory a run creates is
-// named bootproof-<kind>-<pid>-<random>, and every VM carries its owner's
-// pid and process start time (see Owner). A later run or 'bootproof
-// cleanup' removes what belongs to a process that is gone.
-
 // TempDir creates a private (0700) temporary directory named
-// bootproof-<kind>-<pid>-<random> under os.TempDir().
+// bootproof-<kind>-<pid>-<random> under os.TempDir(). kind is lower-case
+// words joined by '-' (controlplane, subject, kind, nodes).
 func TempDir(kind string) (string, error) {
 	d, err := os.MkdirTemp("", fmt.Sprintf("bootproof-%s-%d-", kind, os.Getpid()))
 	if err != nil {
 		return "", fmt.Errorf("create %s directory: %w", kind, err)
 	}
 	return d, nil
+}
+
+// TempDirGlob matches the directories TempDir(kind) makes, of any
+// process, under os.TempDir().
+func TempDirGlob(kind string) string {
+	return filepath.Join(os.TempDir(), "bootproof-"+kind+"-*")
 }
 
 // tempDirName matches the directories TempDir makes: kind, pid.

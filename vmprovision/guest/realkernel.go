@@ -1,6 +1,6 @@
 //go:build linux
 
-package vmprovision
+package guest
 
 import (
 	"bufio"
@@ -284,6 +284,16 @@ func (k *RealKernel) loadIndex() error {
 	}
 	k.dep, k.builtin = dep, readBuiltin(k.ModuleDir())
 	return nil
+}
+
+// TreeKernel is a RealKernel over a kernel's module tree under root
+// (lib/modules/<version>, whose modules.dep is already parsed as dep), so
+// the host resolves load orders (LoadOrder) with the guest's own code. It
+// loads nothing.
+func TreeKernel(root, version string, dep map[string]ModuleDep) *RealKernel {
+	k := &RealKernel{root: root, version: version, dep: dep}
+	k.builtin = readBuiltin(k.ModuleDir())
+	return k
 }
 
 // readBuiltin reads dir/modules.builtin: the modules compiled into the

@@ -1,0 +1,295 @@
+package scenarios
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+
+	"github.com/bootproof/bootproof/contract"
+	"github.com/bootproof/bootproof/nodeapi"
+)
+
+// A whole case through Engine.Run on fake clients: a scripted node set
+// whose reboots change the Node's boot ID and the kernel's ground truth,
+// and a scripted subject that loads the module firstLoad after it
+// starts and again reloadAfter after each boot change it sees.
+
+// TestMain turns client-go's streaming lists off: the fake clientsets
+// never send the bookmark that ends a watch-list stream, so informers on
+// them would wait forever.
+func TestMain(m *testing.M) {
+	os.Setenv("KUBE_FEATURE_WatchListClient", "false")
+	os.Exit(m.Run())
+}
+
+// world is what the scripted nodes and subject share: the fake clients
+// and a lock over their writes to a node's Lease.
+type world struct {
+	cs  kubernetes.Interface
+	dyn dynamic.Interface
+	mu  sync.Mutex
+}
+
+func (w *world) writeTruth(ctx context.Context, node, boot string, modules ...string) error {
+	data, _ := json.Marshal(map[string]any{"boot": boot, "modules": modules})
+	leases := w.cs.CoordinationV1().Leases(corev1.NamespaceNodeLease)
+	l, err := leases.Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	l.Annotations = map[string]string{"truth": string(data)}
+	_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+	return err
+}
+
+type scriptedCluster struct{}
+
+func (scriptedCluster) Name() string               { return "scripted" }
+func (scriptedCluster) RESTConfig() *rest.Config   { return &rest.Config{} }
+func (scriptedCluster) GracePeriod() time.Duration { return 10 * time.Second }
+
+type scriptedBackend struct{ w *world }
+
+func (b scriptedBackend) Name() string { return "scripted" }
+
+func (b scriptedBackend) Provision(ctx context.Context, req nodeapi.ProvisionRequest) (nodeapi.NodeSet, error) {
+	for _, n := range req.Names {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: req.Labels}, Status: corev1.NodeStatus{
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+			NodeInfo:   corev1.NodeSystemInfo{BootID: n + "-boot-0"}}}
+		if _, err := b.w.cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+			return nil, err
+		}
+		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: corev1.NamespaceNodeLease}}
+		if _, err := b.w.cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(ctx, lease, metav1.CreateOptions{}); err != nil {
+			return nil, err
+		}
+		if err := b.w.writeTruth(ctx, n, n+"-boot-0"); err != nil {
+			return nil, err
+		}
+	}
+	return &scriptedNodes{w: b.w, boots: map[string]int{}}, nil
+}
+
+type scriptedNodes struct {
+	w     *world
+	boots map[string]int
+}
+
+// Reboot gives the node a new boot with no module loaded.
+func (s *scriptedNodes) Reboot(ctx context.Context, node string, _ nodeapi.RebootRequest) (nodeapi.RebootOutcome, error) {
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	out := nodeapi.RebootOutcome{OldBootID: fmt.Sprintf("%s-boot-%d", node, s.boots[node])}
+	s.boots[node]++
+	out.NewBootID = fmt.Sprintf("%s-boot-%d", node, s.boots[node])
+	n, err := s.w.cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return out, err
+	}
+	n.Status.NodeInfo.BootID = out.NewBootID
+	if _, err := s.w.cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		return out, err
+	}
+	return out, s.w.writeTruth(ctx, node, out.NewBootID)
+}
+
+func (s *scriptedNodes) Close() error { return nil }
+
+// scriptedSubject loads module dummy firstLoad after it starts and
+// reloadAfter after it sees each new boot, recording each load in the
+// NodeModulesConfig's status.
+type scriptedSubject struct {
+	w                      *world
+	firstLoad, reloadAfter time.Duration
+}
+
+func (s *scriptedSubject) Name() string { return SubjectBootID }
+
+func (s *scriptedSubject) Start(ctx context.Context, req SubjectRequest) (SubjectInstance, error) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	in := &scriptedInstance{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(in.done)
+		loaded, since := map[string]string{}, map[string]time.Time{}
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			nodes, err := s.w.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				continue
+			}
+			for _, n := range nodes.Items {
+				boot := n.Status.NodeInfo.BootID
+				if loaded[n.Name] == boot {
+					continue
+				}
+				delay := s.reloadAfter
+				if loaded[n.Name] == "" {
+					delay = s.firstLoad
+				}
+				if since[n.Name+boot].IsZero() {
+					since[n.Name+boot] = time.Now()
+				}
+				if time.Since(since[n.Name+boot]) < delay {
+					continue
+				}
+				if s.load(ctx, n.Name, boot) == nil {
+					loaded[n.Name] = boot
+				}
+			}
+		}
+	}()
+	return in, nil
+}
+
+// load loads dummy in boot, if the node is still in it, and records it.
+func (s *scriptedSubject) load(ctx context.Context, node, boot string) error {
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	n, err := s.w.cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil || n.Status.NodeInfo.BootID != boot {
+		return fmt.Errorf("node %s left boot %s", node, boot)
+	}
+	if err := s.w.writeTruth(ctx, node, boot, "dummy"); err != nil {
+		return err
+	}
+	nmcs := s.w.dyn.Resource(contract.NMCResource)
+	nmc, err := nmcs.Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	status := []any{map[string]any{"name": "dummy", "namespace": "ns", "bootId": boot,
+		"config": map[string]any{"modprobe": map[string]any{"moduleName": "dummy"}}}}
+	if err := unstructured.SetNestedSlice(nmc.Object, status, "status", "modules"); err != nil {
+		return err
+	}
+	_, err = nmcs.Update(ctx, nmc, metav1.UpdateOptions{})
+	return err
+}
+
+type scriptedInstance struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (i *scriptedInstance) Stop() error {
+	i.cancel()
+	<-i.done
+	return nil
+}
+
+// expecting is the scripted subject with an expectation of its own.
+type expecting struct {
+	*scriptedSubject
+	exp Expectation
+}
+
+func (e expecting) Expectation(*Scenario) (Expectation, bool) { return e.exp, true }
+
+// runScripted runs one fast reboot with a subject that loads after
+// firstLoad and reloads after reloadAfter, expected to get exp.
+func runScripted(t *testing.T, firstLoad, reloadAfter time.Duration, exp Expectation) CaseResult {
+	t.Helper()
+	w := &world{cs: k8sfake.NewClientset(),
+		dyn: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+			map[schema.GroupVersionResource]string{contract.NMCResource: "NodeModulesConfigList"})}
+	e := &Engine{Cluster: scriptedCluster{}, Backend: scriptedBackend{w}, ReadTruth: testTruth, SettleTimeout: 5 * time.Second,
+		clients: func() (kubernetes.Interface, dynamic.Interface, error) { return w.cs, w.dyn, nil }}
+	s := &Scenario{Name: "scripted-fast-reboot", Nodes: 1, Modules: []Module{{Name: "dummy", ModuleName: "dummy"}}, Precondition: "recorded",
+		Deadline:    Duration{Abs: 20 * time.Second, Set: true},
+		ReloadBound: ReloadBound{FirstLoadTimes: 2, AtLeast: Duration{Abs: 100 * time.Millisecond, Set: true}},
+		Actions: []Action{{Kind: ActWaitReloaded, Line: 1}, {Kind: ActReboot, Downtime: Duration{Abs: time.Millisecond, Set: true}, Wait: true, Line: 2},
+			{Kind: ActWaitReloaded, Line: 3}}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return e.Run(ctx, s, expecting{&scriptedSubject{w: w, firstLoad: firstLoad, reloadAfter: reloadAfter}, exp})
+}
+
+// TestObservedOutcomeIgnoresTheExpectation: a subject that reloads k x
+// its first load after a reboot is observed the same, with the same
+// assertions, whether it is expected to pass or to fail through reload:
+// it passes inside the reload bound (here 2 x the first load) and fails
+// beyond it, though still well within the scenario's deadline.
+func TestObservedOutcomeIgnoresTheExpectation(t *testing.T) {
+	const first = 300 * time.Millisecond
+	pass := Expectation{Outcome: Pass, Source: "test"}
+	failReload := Expectation{Outcome: Fail, Assertions: []string{AssertReload}, Source: "test"}
+	for _, tc := range []struct {
+		k        float64
+		observed string
+	}{
+		{0.5, Pass},
+		{1, Pass},
+		{5, Fail}, // 1.5s: beyond the bound of about 0.6s, inside the 20s deadline
+	} {
+		t.Run(fmt.Sprintf("k=%v", tc.k), func(t *testing.T) {
+			reload := time.Duration(tc.k * float64(first))
+			asPass := runScripted(t, first, reload, pass)
+			asFail := runScripted(t, first, reload, failReload)
+			for _, r := range []CaseResult{asPass, asFail} {
+				if r.Observed != tc.observed {
+					t.Errorf("expected %s: observed %s, want %s (%s; %+v)", r.Expected, r.Observed, tc.observed, r.Message, r.Assertions)
+				}
+				if r.ReloadBound == nil || r.ReloadBound.FirstLoadMS < first.Milliseconds() || r.ReloadBound.Rule != "2 x the first load, at least 100ms" {
+					t.Errorf("reload bound %+v", r.ReloadBound)
+				}
+				if len(r.Notes) > 0 {
+					t.Errorf("notes %v", r.Notes)
+				}
+			}
+			if got, want := outcomes(asFail), outcomes(asPass); got != want {
+				t.Errorf("assertions differ with the expectation:\n pass: %s\n fail: %s", want, got)
+			}
+			wantVerdict := map[string][2]string{Pass: {Pass, Fail}, Fail: {Fail, Pass}}[tc.observed]
+			if asPass.Verdict != wantVerdict[0] || asFail.Verdict != wantVerdict[1] {
+				t.Errorf("verdicts %s (expected pass), %s (expected fail:reload); want %v", asPass.Verdict, asFail.Verdict, wantVerdict)
+			}
+			if tc.observed == Pass {
+				if r := find(asPass.Assertions, AssertReload); !r.OK || len(r.Reloads) != 1 || !strings.Contains(r.Message, "reload latency") {
+					t.Errorf("a passing case's reload assertion: %+v", r)
+				}
+			}
+		})
+	}
+}
+
+// outcomes lists the assertions by name and outcome.
+func outcomes(r CaseResult) string {
+	var out []string
+	for _, a := range r.Assertions {
+		out = append(out, fmt.Sprintf("%s=%v", a.Name, a.OK))
+	}
+	return strings.Join(out, " ")
+}
+
+func find(as []AssertionResult, name string) AssertionResult {
+	for _, a := range as {
+		if a.Name == name {
+			return a
+		}
+	}
+	return AssertionResult{}
+}
