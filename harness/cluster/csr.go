@@ -59,6 +59,28 @@ func (c *CSRIssuer) NodeRESTConfig(node string) (*rest.Config, error) {
 	return c.issue("system:node:"+node, []string{"system:nodes"}, certificatesv1.KubeAPIServerClientKubeletSignerName)
 }
 
+// approve approves the latest version of the request, once: another
+// controller may write it between our reads (kind's
+// kube-controller-manager runs csrapproving).
+func approve(ctx context.Context, cs kubernetes.Interface, name string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		latest, err := cs.CertificatesV1().CertificateSigningRequests().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, cond := range latest.Status.Conditions {
+			if cond.Type == certificatesv1.CertificateApproved && cond.Status == corev1.ConditionTrue {
+				return nil
+			}
+		}
+		latest.Status.Conditions = append(latest.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+			Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "BootproofApproved",
+			Message: "bootproof issues identities for its simulated nodes and subjects"})
+		_, err = cs.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, latest.Name, latest, metav1.UpdateOptions{})
+		return err
+	})
+}
+
 // UserRESTConfig implements CredentialIssuer.
 func (c *CSRIssuer) UserRESTConfig(user string, groups ...string) (*rest.Config, error) {
 	return c.issue(user, groups, certificatesv1.KubeAPIServerClientSignerName)
@@ -99,26 +121,7 @@ func (c *CSRIssuer) issue(user string, groups []string, signer string) (*rest.Co
 	defer func() {
 		_ = cs.CertificatesV1().CertificateSigningRequests().Delete(context.Background(), created.Name, metav1.DeleteOptions{})
 	}()
-	// Another controller may write the request between our reads (kind's
-	// kube-controller-manager runs csrapproving): approve the latest
-	// version, once.
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		latest, err := cs.CertificatesV1().CertificateSigningRequests().Get(ctx, created.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		for _, cond := range latest.Status.Conditions {
-			if cond.Type == certificatesv1.CertificateApproved && cond.Status == corev1.ConditionTrue {
-				return nil
-			}
-		}
-		latest.Status.Conditions = append(latest.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
-			Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "BootproofApproved",
-			Message: "bootproof issues identities for its simulated nodes and subjects"})
-		_, err = cs.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, latest.Name, latest, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
+	if err := approve(ctx, cs, created.Name); err != nil {
 		return nil, fmt.Errorf("approve certificate signing request %s for %s: %w", created.Name, user, err)
 	}
 	var certPEM []byte
