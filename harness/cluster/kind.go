@@ -550,9 +550,18 @@ func SweepKind(p KindClusters, dryRun bool) ([]string, error) {
 // SweepKindClusters runs SweepKind with kind's own provider, when a
 // container engine answers (nil, nil when none does: there can be no
 // kind cluster).
+//
+// Once it deleted a cluster it also removes kind's network if no
+// container is left on it (kind makes it again for the next cluster): a
+// killed run that created it cannot.
 func SweepKindClusters(ctx context.Context, dryRun bool) ([]string, error) {
-	if KindPreflight(ctx) != nil {
+	engine, err := kindEngine(ctx)
+	if err != nil {
 		return nil, nil
 	}
-	return SweepKind(kindcluster.NewProvider(), dryRun)
+	removed, err := SweepKind(kindcluster.NewProvider(), dryRun)
+	if len(removed) > 0 && !dryRun {
+		_ = exec.CommandContext(ctx, engine, "network", "rm", kindNetwork).Run() // refused while in use
+	}
+	return removed, err
 }
