@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/bootproof/bootproof/contract"
+	"github.com/bootproof/bootproof/harness/controlplane"
 	"github.com/bootproof/bootproof/harness/kindhost"
 	"github.com/bootproof/bootproof/ownership"
 )
@@ -158,7 +160,7 @@ const restrictOOMScoreAdjPatch = `[plugins."io.containerd.grpc.v1.cri"]
 
 // KindClusterConfig renders the kind cluster configuration: one
 // control-plane node of the pinned image, a kubeadm patch that sets
-// kube-controller-manager's grace and monitor periods and etcd's
+// kube-controller-manager's grace and monitor periods and client limits, and etcd's
 // --unsafe-no-fsync, on a cgroup v1
 // host one that lets the kubelet run there, and on a host without
 // CAP_SYS_RESOURCE a containerd patch that keeps pods' OOM score
@@ -170,6 +172,12 @@ func KindClusterConfig(cfg KindConfig) ([]byte, error) {
 	kc.ControllerManager.ExtraArgs = []kubeadmArg{
 		{Name: "node-monitor-grace-period", Value: cfg.GracePeriod.String()},
 		{Name: "node-monitor-period", Value: cfg.MonitorPeriod.String()},
+		// As on the embedded plane (controlplane.DefaultControllerManagerQPS
+		// says why): the simulated nodes joined in one second must not wait
+		// for the node lifecycle controller's rate limiter to lose their
+		// not-ready taint.
+		{Name: "kube-api-qps", Value: strconv.Itoa(controlplane.DefaultControllerManagerQPS)},
+		{Name: "kube-api-burst", Value: strconv.Itoa(controlplane.DefaultControllerManagerBurst)},
 	}
 	// The cluster lives for one run, as the embedded one does: fsync on
 	// the node container's overlay only stalls etcd (and with it the API

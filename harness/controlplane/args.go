@@ -93,6 +93,8 @@ func controllerManagerArgs(cfg Config, l layout) []string {
 		"--controllers=" + cfg.controllersFlag(),
 		"--node-monitor-grace-period=" + cfg.GracePeriod.String(),
 		"--node-monitor-period=" + cfg.MonitorPeriod.String(),
+		"--kube-api-qps=" + strconv.FormatFloat(float64(cfg.ControllerManagerQPS), 'f', -1, 32),
+		"--kube-api-burst=" + strconv.Itoa(cfg.ControllerManagerBurst),
 		"--profiling=false",
 	}
 }

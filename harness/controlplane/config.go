@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,6 +28,21 @@ const (
 	// MinCertValidity and MaxCertValidity bound Config.CertValidity.
 	MinCertValidity = time.Hour
 	MaxCertValidity = 366 * 24 * time.Hour
+	// DefaultControllerManagerQPS and DefaultControllerManagerBurst are
+	// kube-controller-manager's client limits (--kube-api-qps,
+	// --kube-api-burst), 10x its own defaults of 20 and 30 (kubeadm's too).
+	// A catalog registers dozens of simulated nodes within a second, and
+	// every new Node carries the node.kubernetes.io/not-ready:NoSchedule
+	// taint that kube-apiserver's TaintNodesByCondition admission adds; the
+	// node lifecycle controller removes it once the node is Ready. At 20
+	// requests a second those removals queued behind the controller's own
+	// rate limiter for up to 23 s, and no operator may place a worker pod
+	// on a tainted node: the first load of every case in the first parallel
+	// batch waited for it (the "first-load stall"). A real cluster's nodes
+	// join over minutes, not all in one second; this keeps the plane's
+	// reaction to a node as prompt as on an idle cluster.
+	DefaultControllerManagerQPS   = 200
+	DefaultControllerManagerBurst = 400
 )
 
 // DefaultControllers are the kube-controller-manager controllers that shape
@@ -147,6 +163,11 @@ type Config struct {
 	// own is started again (default DefaultMaxRestarts); past it, or with
 	// a negative value at the first exit, the plane is dead (Died).
 	MaxRestarts int
+	// ControllerManagerQPS and ControllerManagerBurst are
+	// kube-controller-manager's --kube-api-qps and --kube-api-burst
+	// (defaults DefaultControllerManagerQPS, DefaultControllerManagerBurst).
+	ControllerManagerQPS   float32
+	ControllerManagerBurst int
 	// ExtraArgs are added to a process's flags, by process name (etcd,
 	// kube-apiserver, kube-controller-manager); a later flag wins. For
 	// tests that need another behaviour, e.g. kube-apiserver's
@@ -202,6 +223,12 @@ func (c Config) Default() Config {
 	if c.CertValidity == 0 {
 		c.CertValidity = DefaultCertValidity
 	}
+	if c.ControllerManagerQPS == 0 {
+		c.ControllerManagerQPS = DefaultControllerManagerQPS
+	}
+	if c.ControllerManagerBurst == 0 {
+		c.ControllerManagerBurst = DefaultControllerManagerBurst
+	}
 	if c.BinDir == "" {
 		c.BinDir = os.Getenv(EnvBinDir)
 	}
@@ -237,6 +264,14 @@ func (c Config) Validate() error {
 	if c.CertValidity < MinCertValidity || c.CertValidity > MaxCertValidity {
 		return &ConfigError{Field: field.NewPath("CertValidity"), Value: c.CertValidity.String(),
 			Accepted: fmt.Sprintf("a duration from %s to %s that outlasts the run (default %s)", MinCertValidity, MaxCertValidity, DefaultCertValidity)}
+	}
+	if c.ControllerManagerQPS < 0 {
+		return &ConfigError{Field: field.NewPath("ControllerManagerQPS"), Value: fmt.Sprint(c.ControllerManagerQPS),
+			Accepted: fmt.Sprintf("a positive number of requests a second (default %d; kube-controller-manager's own is 20)", DefaultControllerManagerQPS)}
+	}
+	if c.ControllerManagerBurst < 0 {
+		return &ConfigError{Field: field.NewPath("ControllerManagerBurst"), Value: strconv.Itoa(c.ControllerManagerBurst),
+			Accepted: fmt.Sprintf("a positive number of requests (default %d; kube-controller-manager's own is 30)", DefaultControllerManagerBurst)}
 	}
 	for name := range c.ExtraArgs {
 		if name != BinEtcd && name != BinKubeAPIServer && name != BinKubeControllerManager {

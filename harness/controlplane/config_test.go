@@ -14,6 +14,9 @@ func TestConfigDefault(t *testing.T) {
 	if c.GracePeriod != DefaultGracePeriod || c.MonitorPeriod != DefaultMonitorPeriod {
 		t.Errorf("periods = %s/%s, want %s/%s", c.GracePeriod, c.MonitorPeriod, DefaultGracePeriod, DefaultMonitorPeriod)
 	}
+	if c.ControllerManagerQPS != DefaultControllerManagerQPS || c.ControllerManagerBurst != DefaultControllerManagerBurst {
+		t.Errorf("controller-manager client limits = %v/%d, want %d/%d", c.ControllerManagerQPS, c.ControllerManagerBurst, DefaultControllerManagerQPS, DefaultControllerManagerBurst)
+	}
 	if !slices.Equal(c.Controllers, DefaultControllers) {
 		t.Errorf("controllers = %v, want %v", c.Controllers, DefaultControllers)
 	}
@@ -46,6 +49,8 @@ func TestConfigValidate(t *testing.T) {
 		{name: "extra args of another process", cfg: Config{ExtraArgs: map[string][]string{"kubelet": {"--v=2"}}}, wantField: "ExtraArgs[kubelet]", wantValue: "kubelet", wantText: "etcd, kube-apiserver, kube-controller-manager"},
 		{name: "short cert validity", cfg: Config{CertValidity: time.Minute}, wantField: "CertValidity", wantValue: "1m0s", wantText: "from 1h0m0s to 8784h0m0s"},
 		{name: "cert validity past a year", cfg: Config{CertValidity: 400 * 24 * time.Hour}, wantField: "CertValidity", wantValue: "9600h0m0s", wantText: "outlasts the run"},
+		{name: "negative controller-manager QPS", cfg: Config{ControllerManagerQPS: -1}, wantField: "ControllerManagerQPS", wantValue: "-1", wantText: "positive number"},
+		{name: "negative controller-manager burst", cfg: Config{ControllerManagerBurst: -5}, wantField: "ControllerManagerBurst", wantValue: "-5", wantText: "positive number"},
 		{name: "missing bin dir", cfg: Config{BinDir: dir + "/nope"}, wantField: "BinDir", wantValue: dir + "/nope", wantText: "make controlplane"},
 	}
 	for _, tc := range tests {
