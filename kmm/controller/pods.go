@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -29,8 +30,16 @@ func (r *Reconciler) workerPods(ctx context.Context, nmc *kmmv1beta1.NodeModules
 		return podSet{}, fmt.Errorf("list worker pods on node %s: %w", nmc.Name, err)
 	}
 	s := podSet{current: map[string]*corev1.Pod{}}
+	gone, _ := r.finished.Load(nmc.Name)
+	deleted, _ := gone.(map[types.UID]struct{})
+	stillListed := map[types.UID]bool{}
 	for i := range list.Items {
 		pod := &list.Items[i]
+		if _, ok := deleted[pod.UID]; ok && isFinished(pod) {
+			// Deleted by an earlier reconcile; the cache is behind.
+			stillListed[pod.UID] = true
+			continue
+		}
 		owner := metav1.GetControllerOf(pod)
 		if owner == nil || owner.Kind != "NodeModulesConfig" || owner.Name != nmc.Name {
 			continue
@@ -43,7 +52,30 @@ func (r *Reconciler) workerPods(ctx context.Context, nmc *kmmv1beta1.NodeModules
 		}
 		s.current[moduleKey(pod.Namespace, pod.Labels[worker.ModuleNameLabel])] = pod
 	}
+	for uid := range deleted {
+		if !stillListed[uid] {
+			delete(deleted, uid)
+		}
+	}
+	if deleted != nil && len(deleted) == 0 {
+		r.finished.Delete(nmc.Name)
+	}
 	return s, nil
+}
+
+// isFinished reports whether pod ran to an end (Succeeded or Failed).
+func isFinished(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+// noteFinished remembers a finished worker pod of node that was just
+// deleted, so that workerPods ignores it while the cache still lists it.
+func (r *Reconciler) noteFinished(node string, pod *corev1.Pod) {
+	if !isFinished(pod) {
+		return
+	}
+	m, _ := r.finished.LoadOrStore(node, map[types.UID]struct{}{})
+	m.(map[types.UID]struct{})[pod.UID] = struct{}{}
 }
 
 // createPods creates the worker pods p plans. A pod whose previous pod of
