@@ -374,6 +374,7 @@ func (c *caseRun) waitReloaded(ctx context.Context, what string, nodes []string,
 	if err := c.backgroundErr(); err != nil {
 		return err
 	}
+	c.measureFirstLoadTruth(time.Now())
 	timeout, why := c.reloadTimeout(timeout)
 	c.mu.Lock()
 	spec := make(map[string][]Module, len(nodes))

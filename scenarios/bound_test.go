@@ -293,3 +293,38 @@ func find(as []AssertionResult, name string) AssertionResult {
 	}
 	return AssertionResult{}
 }
+
+// TestFirstLoadWithoutReloadWait: a timeline whose first load happens
+// with no reload wait around it (here during a sleep, as in the race
+// scenarios that wait for worker pods) still measures it from the kernel's
+// ground truth, so the wait after the reboot ends at the reload bound,
+// not at the deadline, for a subject that never reloads.
+func TestFirstLoadWithoutReloadWait(t *testing.T) {
+	const first = 300 * time.Millisecond
+	w := &world{cs: k8sfake.NewClientset(),
+		dyn: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+			map[schema.GroupVersionResource]string{contract.NMCResource: "NodeModulesConfigList"})}
+	e := &Engine{Cluster: scriptedCluster{}, Backend: scriptedBackend{w}, ReadTruth: testTruth, SettleTimeout: 5 * time.Second,
+		clients: func() (kubernetes.Interface, dynamic.Interface, error) { return w.cs, w.dyn, nil }}
+	deadline := 20 * time.Second
+	s := &Scenario{Name: "scripted-load-in-sleep", Nodes: 1, Modules: []Module{{Name: "dummy", ModuleName: "dummy"}}, Precondition: "recorded",
+		Deadline:    Duration{Abs: deadline, Set: true},
+		ReloadBound: ReloadBound{FirstLoadTimes: 2, AtLeast: Duration{Abs: 100 * time.Millisecond, Set: true}},
+		Actions: []Action{{Kind: ActSleep, Duration: Duration{Abs: 3 * first, Set: true}, Line: 1},
+			{Kind: ActReboot, Downtime: Duration{Abs: time.Millisecond, Set: true}, Wait: true, Line: 2},
+			{Kind: ActWaitReloaded, Line: 3}}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	r := e.Run(ctx, s, expecting{&scriptedSubject{w: w, firstLoad: first, reloadAfter: time.Hour}, Expectation{Outcome: Pass, Source: "test"}})
+	took := time.Since(start)
+	if r.ReloadBound == nil || r.ReloadBound.FirstLoadMS < first.Milliseconds() || r.ReloadBound.BoundMS >= deadline.Milliseconds() {
+		t.Fatalf("reload bound %+v: want the first load (>= %s) measured and a bound under the deadline", r.ReloadBound, first)
+	}
+	if r.Observed != Fail || find(r.Assertions, AssertReload).OK {
+		t.Errorf("observed %s, reload %+v: want a reload failure", r.Observed, find(r.Assertions, AssertReload))
+	}
+	if took >= deadline {
+		t.Errorf("the case took %s: the wait ran to the deadline %s instead of the reload bound", took, deadline)
+	}
+}

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -18,8 +19,11 @@ import (
 // every module of the first wait loaded on every node, each in the boot
 // it had at the start), each reload wait ends after FirstLoadTimes x
 // that first load, never under AtLeast and never past the wait's own
-// timeout (its timeout, else the scenario's deadline). A wait before
-// the first load was measured has its full timeout.
+// timeout (its timeout, else the scenario's deadline). A timeline with
+// no reload wait before its first reboot (worker waits, sleeps) has its
+// first load measured from the kernels' ground truth at its next reload
+// wait (measureFirstLoadTruth). A wait before the first load was
+// measured has its full timeout.
 //
 // The first load runs the same path as a reload (the subject sees work,
 // its worker pod runs, the kernel loads) on the same cluster and nodes
@@ -454,6 +458,51 @@ func (c *caseRun) measureFirstLoad(jr waitResult) {
 		last = later(last, nl.loaded)
 	}
 	c.firstLoad = max(last.Sub(c.subjectAt), time.Millisecond)
+}
+
+// measureFirstLoadTruth records the case's first load when no reload
+// wait measured it: a timeline that starts with worker waits or a sleep
+// (a race scenario pausing the subject mid-load) still loads every
+// module once. It is the time from the subject's start until every
+// node's kernel showed its modules in the boot it had at the start, as
+// the Record shows by until; nothing when a node never did (a reboot
+// came first). What it measures, like measureFirstLoad, is only what
+// the subject did.
+func (c *caseRun) measureFirstLoadTruth(until time.Time) {
+	c.mu.Lock()
+	if c.firstLoad > 0 || c.subjectAt.IsZero() || len(c.baseBoot) == 0 {
+		c.mu.Unlock()
+		return
+	}
+	from := c.subjectAt
+	want := make(map[string][]string, len(c.baseBoot))
+	for n := range c.baseBoot {
+		for _, m := range c.spec[n] {
+			want[n] = append(want[n], m.ModuleName)
+		}
+	}
+	base := maps.Clone(c.baseBoot)
+	c.mu.Unlock()
+	r := c.obs.Record()
+	var last time.Time
+	for n, boot := range base {
+		if len(want[n]) == 0 {
+			continue
+		}
+		at, ok := loadedIn(r.Nodes[n], boot, want[n], from, until)
+		if !ok {
+			return
+		}
+		last = later(last, at)
+	}
+	if last.IsZero() {
+		return
+	}
+	c.mu.Lock()
+	if c.firstLoad == 0 {
+		c.firstLoad = max(last.Sub(from), time.Millisecond)
+	}
+	c.mu.Unlock()
 }
 
 // reloadBound reports the case's reload bound for its result.
