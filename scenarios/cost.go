@@ -16,11 +16,13 @@ const (
 
 // Cost estimates how long a case of s takes with grace, from what its
 // timeline states: downtimes, pauses, blips, sleeps and staggers, plus a
-// second per wait and a little per node and wait. It orders cases, longest first,
+// second per wait and a little per node and wait, and what a missed
+// reload adds (missCost). It orders cases, longest first,
 // so that parallel runs do not end on one long case started last; it is
 // not a deadline.
 func (s *Scenario) Cost(grace time.Duration) time.Duration {
 	d := time.Duration(s.Nodes) * perNode
+	reloads := false
 	for _, a := range s.Actions {
 		n := len(a.On.Nodes(s.Nodes))
 		stagger := time.Duration(max(n-1, 0)) * a.Stagger.Resolve(grace)
@@ -31,9 +33,31 @@ func (s *Scenario) Cost(grace time.Duration) time.Duration {
 			d += a.Duration.Resolve(grace) + stagger
 		case ActWaitReloaded, ActWaitWorker:
 			d += perWait + time.Duration(s.Nodes)*perNode
+			if a.Kind == ActWaitReloaded {
+				reloads = true
+			}
 		}
 	}
+	if reloads {
+		d += s.missCost(grace)
+	}
 	return d
+}
+
+// missCost is what a subject that misses a reload adds to a case: its
+// timeline ends at the first reload wait that does not hold, after the
+// reload bound, estimated from the first load a case of s would have
+// (a wait plus the simulated pod's start and action, podLatency each)
+// and never past the deadline. Every subject's case is ordered by it
+// alike: the order must not depend on what a subject is expected to do.
+func (s *Scenario) missCost(grace time.Duration) time.Duration {
+	b := s.ReloadBound.withDefaults()
+	firstLoad := perWait + 2*s.PodLatency.Resolve(grace)
+	bound := max(b.AtLeast.Resolve(grace), time.Duration(b.FirstLoadTimes*float64(firstLoad)))
+	if dl := s.Deadline.Resolve(grace); dl > 0 {
+		bound = min(bound, dl)
+	}
+	return bound
 }
 
 // ByCost returns the indexes of scenarios ordered by Cost with grace,
