@@ -6,8 +6,11 @@ BIN_DIR := $(CURDIR)/bin
 REPORTS_DIR := $(CURDIR)/_output
 # Test timeout for 'make test'; the suite itself takes minutes.
 TEST_TIMEOUT ?= 30m
-# Cases 'make run' runs at once, and Ginkgo processes of the catalog suite in 'make test'.
-PARALLEL ?= 8
+# Cases 'make run' and 'make soak' run at once (most of a case is waiting:
+# 16 on 2 cores ends the catalog with its longest case), and Ginkgo
+# processes of the catalog suite in 'make test'.
+PARALLEL ?= 16
+TEST_PROCS ?= 8
 # Runs of the catalog 'make soak' makes.
 RUNS ?= 5
 # Ginkgo label filter for the catalog suite in 'make test' (empty: all).
@@ -54,13 +57,13 @@ controlplane: ## Build bin/etcd, bin/kube-apiserver, bin/kube-controller-manager
 	@BIN_DIR=$(BIN_DIR) tools/controlplane/build.sh
 
 .PHONY: test
-test: controlplane tools gotestsum ## Every test (JUnit: _output/junit-unit.xml), the race detector on the packages that need no control plane, and the catalog suite on the embedded cluster, one Ginkgo spec per case in PARALLEL processes (JUnit: _output/junit-embedded.xml).
+test: controlplane tools gotestsum ## Every test (JUnit: _output/junit-unit.xml), the race detector on the packages that need no control plane, and the catalog suite on the embedded cluster, one Ginkgo spec per case in TEST_PROCS processes (JUnit: _output/junit-embedded.xml).
 	@mkdir -p $(REPORTS_DIR)
 	BOOTPROOF_REQUIRE_CONTROLPLANE=1 BOOTPROOF_REQUIRE_TOOLS=1 $(BIN_DIR)/gotestsum --format testname --junitfile $(REPORTS_DIR)/junit-unit.xml -- \
 	  -p 4 -parallel 4 -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /harness/suites/)
 	BOOTPROOF_REQUIRE_TOOLS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $$(hack/race-packages.sh)
 	BOOTPROOF_REQUIRE_CONTROLPLANE=1 BOOTPROOF_SUITE_REPORT_DIR=$(REPORTS_DIR)/embedded $(GO) run github.com/onsi/ginkgo/v2/ginkgo run \
-	  --procs=$(PARALLEL) --timeout=$(TEST_TIMEOUT) --junit-report=$(REPORTS_DIR)/junit-embedded.xml --label-filter='$(LABELS)' ./harness/suites/fake/
+	  --procs=$(TEST_PROCS) --timeout=$(TEST_TIMEOUT) --junit-report=$(REPORTS_DIR)/junit-embedded.xml --label-filter='$(LABELS)' ./harness/suites/fake/
 	@echo "catalog report: $(REPORTS_DIR)/embedded/index.html"
 
 .PHONY: test-faults

@@ -94,7 +94,7 @@ func wantLines(t *testing.T, what, out string, want ...string) {
 }
 
 // TestControlPlaneBuildScript runs tools/controlplane/build.sh over a stub
-// go: a first build says what it builds, the ~7 minute expectation, a line
+// go: a first build says what it builds, the ~11 minute expectation, a line
 // per component with its time and progress lines; a second run says the
 // binaries are cached and builds nothing; a changed pin rebuilds only its
 // module's binaries; a failed build exits non-zero with the compiler's
@@ -106,7 +106,7 @@ func TestControlPlaneBuildScript(t *testing.T) {
 		t.Fatalf("first build: %v\n%s%s", err, out, errOut)
 	}
 	wantLines(t, "first build", out,
-		"building etcd kube-apiserver kube-controller-manager into "+e.bin, "a first build takes about 7 minutes",
+		"building etcd kube-apiserver kube-controller-manager into "+e.bin, "a first build takes about 11 minutes",
 		"[1/3] etcd: building go.etcd.io/etcd/server/v3 (5 packages)", "[1/3] etcd: built in ",
 		"[2/3] kube-apiserver: building k8s.io/kubernetes/cmd/kube-apiserver", "[2/3] kube-apiserver: built in ",
 		"[3/3] kube-controller-manager: built in ", "still building, ", "packages compiled", "controlplane: done in ")

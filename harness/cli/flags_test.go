@@ -34,7 +34,7 @@ func TestWithFlags(t *testing.T) {
 		// error is rendered, never found in or patched into the text.
 		{"wrapper that rewrites its cause", &quoting{kc}, "--kubeconfig /x: no such file", kc},
 		{"binaries not found", fmt.Errorf("embedded: %w", &controlplane.BinariesNotFoundError{Missing: []string{"etcd"}, Searched: []string{"bin"}}),
-			"control-plane binaries not found: etcd (searched bin); build them with 'make controlplane' (the first build takes about 7 minutes on 2 cores) or name a directory that has them (--bin-dir or $BOOTPROOF_BIN_DIR)", nil},
+			"control-plane binaries not found: etcd (searched bin); build them with 'make controlplane' (the first build takes about 11 minutes on 2 cores) or name a directory that has them (--bin-dir or $BOOTPROOF_BIN_DIR)", nil},
 		{"no flag sets it", fmt.Errorf("start: %w", extra), `start: invalid ExtraArgs[etcdd] "etcdd": accepted: etcd`, extra},
 		{"untyped", fmt.Errorf("start: %w", plain), "start: connection refused", plain},
 	}

@@ -111,6 +111,6 @@ func (e *BinariesNotFoundError) FieldPath() *field.Path { return field.NewPath("
 // Render writes the error naming the setting of the binaries' directory
 // (a flag, or the field).
 func (e *BinariesNotFoundError) Render(name string) string {
-	return fmt.Sprintf("control-plane binaries not found: %s (searched %s); build them with 'make controlplane' (the first build takes about 7 minutes on 2 cores) or name a directory that has them (%s or $%s)",
+	return fmt.Sprintf("control-plane binaries not found: %s (searched %s); build them with 'make controlplane' (the first build takes about 11 minutes on 2 cores) or name a directory that has them (%s or $%s)",
 		strings.Join(e.Missing, ", "), strings.Join(e.Searched, ", "), name, EnvBinDir)
 }

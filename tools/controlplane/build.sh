@@ -11,7 +11,7 @@
 # It says what it builds and how long each took. While Go compiles, a
 # progress bar (packages compiled of those the binary needs) is drawn where
 # stdout is a terminal, and a line is printed every PROGRESS_EVERY seconds
-# (default 60) elsewhere. A first build takes about 7 minutes on 2 cores.
+# (default 60) elsewhere. A first build takes about 11 minutes on 2 cores.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -104,7 +104,7 @@ if [ ${#todo[@]} -eq 0 ]; then
   echo "controlplane: etcd, kube-apiserver and kube-controller-manager are cached in $bin_dir (rebuilt only when the pins under tools/controlplane/ change)"
   exit 0
 fi
-echo "controlplane: building ${todo[*]} into $bin_dir (k8s.io/kubernetes $k8s_version; a first build takes about 7 minutes on 2 cores, later runs reuse it)"
+echo "controlplane: building ${todo[*]} into $bin_dir (k8s.io/kubernetes $k8s_version; a first build takes about 11 minutes on 2 cores, later runs reuse it)"
 begin=$SECONDS
 i=0
 for c in "${components[@]}"; do
