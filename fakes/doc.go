@@ -52,7 +52,8 @@
 // ModuleConfig YAML: kernelVersion, modprobe.moduleName,
 // modprobe.modulesLoadingOrder) is a worker. Its container "worker" moves
 // Pending -> Running -> terminated after Timing.PodStartLatency and
-// Timing.ActionLatency. A Load runs modprobe for modulesLoadingOrder from
+// Timing.ActionLatency, the latter counted from when Running was
+// published, so the API shows Running before the action's effect. A Load runs modprobe for modulesLoadingOrder from
 // last to first (or moduleName alone); an Unload runs modprobe -r first to
 // last. A worker whose kernelVersion differs from the running kernel fails.
 // On success the container's state.terminated.message is one line of JSON

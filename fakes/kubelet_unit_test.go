@@ -750,3 +750,36 @@ func TestStatusReadsFromWatchCache(t *testing.T) {
 		t.Error("no status read of the node in a status interval")
 	}
 }
+
+// TestUnitWorkerActionCountsFromRunningPublished: when publishing Running
+// takes longer than the action (a loaded API server), the action still
+// ends the action latency after Running was published, never before it
+// could be seen: a scenario that reboots a node while its loader pod is
+// Running must reboot before the load.
+func TestUnitWorkerActionCountsFromRunningPublished(t *testing.T) {
+	u := startUnit(t)
+	var slowed atomic.Bool
+	u.client.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		p, ok := a.(k8stesting.PatchAction)
+		if ok && p.GetSubresource() == "status" && strings.Contains(string(p.GetPatch()), `"running"`) && slowed.CompareAndSwap(false, true) {
+			u.clock.Step(3 * time.Second) // the write of Running takes 3s
+		}
+		return false, nil, nil
+	})
+	u.startWorker("w")
+	u.settle(3)
+	u.clock.Step(time.Second) // started at +1s; Running published at +4s
+	u.waitPhase("w", corev1.PodRunning)
+	u.settle(3)
+	if !slowed.Load() {
+		t.Fatal("the Running status was not written through the slow patch")
+	}
+	if mods := u.kern.Loaded(); len(mods) != 0 {
+		t.Fatalf("modules %+v loaded as Running was published: the action counted from the container's start", mods)
+	}
+	u.clock.Step(2 * time.Second)
+	u.waitPhase("w", corev1.PodSucceeded)
+	if mods := u.kern.Loaded(); len(mods) != 1 || !mods[0].LoadedAt.Equal(unitStart.Add(6*time.Second)) {
+		t.Errorf("kernel modules %+v, want dummy loaded at +6s (Running published at +4s, then the 2s action)", mods)
+	}
+}

@@ -53,6 +53,11 @@ type container struct {
 	reason   string
 	message  string
 	done     bool
+	// running is when the kubelet published the container as Running:
+	// a worker's action ends Timing.ActionLatency after it, so that the
+	// API shows Running for that long before the action's effect
+	// (zero: not published; the action counts from started).
+	running time.Time
 	// last is the previous run's termination, for lastState.
 	last *corev1.ContainerStateTerminated
 }
@@ -272,8 +277,22 @@ func (p *podRun) start(c *container) bool {
 	}
 	c.started = p.r.cfg.Clock.Now()
 	p.r.setContainer(p.pod.UID, c)
-	p.post(c)
+	p.postRunning(c)
 	return true
+}
+
+// postRunning publishes c as running, then records when it did. Under a
+// loaded API server the write can take longer than a worker's action:
+// counting the action from the container's start alone could finish it
+// before anyone can see it Running, and a scenario that reboots a node
+// "while the loader pod is running" would reboot after the load.
+func (p *podRun) postRunning(c *container) {
+	if !p.post(c) {
+		return
+	}
+	published := *c
+	published.running = p.r.cfg.Clock.Now()
+	p.r.setContainer(p.pod.UID, &published)
 }
 
 // died handles a container that was running when the node rebooted: it
@@ -293,7 +312,11 @@ func (p *podRun) died(c *container, boot string) bool {
 // finish runs a started worker container to its end: it applies its
 // action after the action latency.
 func (p *podRun) finish(c *container) bool {
-	if !p.r.sleep(p.ctx, c.started.Add(p.r.cfg.Timing.ActionLatency).Sub(p.r.cfg.Clock.Now())) {
+	from := c.started
+	if !c.running.IsZero() {
+		from = c.running
+	}
+	if !p.r.sleep(p.ctx, from.Add(p.r.cfg.Timing.ActionLatency).Sub(p.r.cfg.Clock.Now())) {
 		return false
 	}
 	msg, err := p.r.doAction(p.pod, p.action)
@@ -324,7 +347,7 @@ func (p *podRun) backOff(c *container, boot string) bool {
 	}
 	next := &container{bootID: boot, restarts: c.restarts + 1, started: p.r.cfg.Clock.Now(), last: terminatedState(c)}
 	p.r.setContainer(p.pod.UID, next)
-	p.post(next)
+	p.postRunning(next)
 	return true
 }
 

@@ -24,7 +24,8 @@ type Timing struct {
 	ReportInterval time.Duration
 	// PodStartLatency is Pending -> Running for a pod.
 	PodStartLatency time.Duration
-	// ActionLatency is how long a worker action takes once Running.
+	// ActionLatency is how long a worker action takes once Running (from
+	// when the kubelet published Running).
 	ActionLatency time.Duration
 }
 
