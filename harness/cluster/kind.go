@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -19,10 +17,8 @@ import (
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 	kindnodes "sigs.k8s.io/kind/pkg/cluster/nodes"
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
-	"sigs.k8s.io/yaml"
 
 	"github.com/bootproof/bootproof/contract"
-	"github.com/bootproof/bootproof/harness/controlplane"
 	"github.com/bootproof/bootproof/harness/kindhost"
 	"github.com/bootproof/bootproof/ownership"
 )
@@ -110,199 +106,6 @@ func (c KindConfig) defaults() KindConfig {
 		c.RestrictOOMScoreAdj = &r
 	}
 	return c
-}
-
-// kubeadm v1beta4 (Kubernetes 1.31+) takes extraArgs as a list.
-type kubeadmArg struct {
-	Name  string `json:"name"`
-	Value string `json:"value"`
-}
-
-type kubeadmClusterConfiguration struct {
-	Kind              string `json:"kind"`
-	ControllerManager struct {
-		ExtraArgs []kubeadmArg `json:"extraArgs"`
-	} `json:"controllerManager"`
-	Etcd struct {
-		Local struct {
-			ExtraArgs []kubeadmArg `json:"extraArgs"`
-		} `json:"local"`
-	} `json:"etcd"`
-}
-
-// kubeletConfiguration is the kubelet's configuration patch on a cgroup
-// v1 host.
-type kubeletConfiguration struct {
-	APIVersion   string `json:"apiVersion"`
-	Kind         string `json:"kind"`
-	FailCgroupV1 bool   `json:"failCgroupV1"`
-}
-
-type kindNode struct {
-	Role  string `json:"role"`
-	Image string `json:"image"`
-}
-
-type kindClusterConfig struct {
-	Kind                    string     `json:"kind"`
-	APIVersion              string     `json:"apiVersion"`
-	Name                    string     `json:"name"`
-	Nodes                   []kindNode `json:"nodes"`
-	KubeadmConfigPatches    []string   `json:"kubeadmConfigPatches"`
-	ContainerdConfigPatches []string   `json:"containerdConfigPatches,omitempty"`
-}
-
-// restrictOOMScoreAdjPatch is the node containerd's configuration patch
-// (kind's config.toml is containerd's version 2 format).
-const restrictOOMScoreAdjPatch = `[plugins."io.containerd.grpc.v1.cri"]
-  restrict_oom_score_adj = true
-`
-
-// KindClusterConfig renders the kind cluster configuration: one
-// control-plane node of the pinned image, a kubeadm patch that sets
-// kube-controller-manager's grace and monitor periods and client limits, and etcd's
-// --unsafe-no-fsync, on a cgroup v1
-// host one that lets the kubelet run there, and on a host without
-// CAP_SYS_RESOURCE a containerd patch that keeps pods' OOM score
-// adjustments within what the node may set.
-func KindClusterConfig(cfg KindConfig) ([]byte, error) {
-	cfg = cfg.defaults()
-	var kc kubeadmClusterConfiguration
-	kc.Kind = "ClusterConfiguration"
-	kc.ControllerManager.ExtraArgs = []kubeadmArg{
-		{Name: "node-monitor-grace-period", Value: cfg.GracePeriod.String()},
-		{Name: "node-monitor-period", Value: cfg.MonitorPeriod.String()},
-		// As on the embedded plane (controlplane.DefaultControllerManagerQPS
-		// says why): the simulated nodes joined in one second must not wait
-		// for the node lifecycle controller's rate limiter to lose their
-		// not-ready taint.
-		{Name: "kube-api-qps", Value: strconv.Itoa(controlplane.DefaultControllerManagerQPS)},
-		{Name: "kube-api-burst", Value: strconv.Itoa(controlplane.DefaultControllerManagerBurst)},
-	}
-	// The cluster lives for one run, as the embedded one does: fsync on
-	// the node container's overlay only stalls etcd (and with it the API
-	// server's readiness and the controller manager's leader Lease).
-	kc.Etcd.Local.ExtraArgs = []kubeadmArg{{Name: "unsafe-no-fsync", Value: "true"}}
-	patch, err := yaml.Marshal(kc)
-	if err != nil {
-		return nil, err
-	}
-	patches := []string{string(patch)}
-	if *cfg.CgroupV1 {
-		kubelet, err := yaml.Marshal(kubeletConfiguration{APIVersion: "kubelet.config.k8s.io/v1beta1", Kind: "KubeletConfiguration", FailCgroupV1: false})
-		if err != nil {
-			return nil, err
-		}
-		patches = append(patches, string(kubelet))
-	}
-	kc2 := kindClusterConfig{
-		Kind: "Cluster", APIVersion: "kind.x-k8s.io/v1alpha4", Name: cfg.Name,
-		Nodes:                []kindNode{{Role: "control-plane", Image: cfg.Image}},
-		KubeadmConfigPatches: patches,
-	}
-	if *cfg.RestrictOOMScoreAdj {
-		kc2.ContainerdConfigPatches = []string{restrictOOMScoreAdjPatch}
-	}
-	return yaml.Marshal(kc2)
-}
-
-// ErrNoContainerEngine is returned by KindPreflight when neither docker
-// nor podman answers.
-var ErrNoContainerEngine = errors.New("kind needs a container engine, and neither docker nor podman is reachable here; 'make test' and 'bootproof run --cluster embedded' run the catalog without one")
-
-// KindPreflight checks that a container engine answers (docker info, then
-// podman info).
-func KindPreflight(ctx context.Context) error {
-	_, err := kindEngine(ctx)
-	return err
-}
-
-// kindEngine returns the path of the first container engine that answers.
-func kindEngine(ctx context.Context) (string, error) {
-	var tried []string
-	for _, engine := range []string{"docker", "podman"} {
-		path, err := exec.LookPath(engine)
-		if err != nil {
-			tried = append(tried, engine+": not installed")
-			continue
-		}
-		c, cancel := context.WithTimeout(ctx, 20*time.Second)
-		out, err := exec.CommandContext(c, path, "info", "--format", "{{.ServerVersion}}").CombinedOutput()
-		cancel()
-		if err == nil {
-			return path, nil
-		}
-		tried = append(tried, fmt.Sprintf("%s info: %v: %s", engine, err, firstLine(out)))
-	}
-	return "", fmt.Errorf("%w (%v)", ErrNoContainerEngine, tried)
-}
-
-// kindNetwork is the network kind puts its nodes on.
-const kindNetwork = "kind"
-
-// LocalKindImagePrefix starts the names of the node images 'make
-// kind-image' builds here; they can only come from that build.
-const LocalKindImagePrefix = "bootproof/kind-node:"
-
-// ErrKindImageMissing is returned when the node image is neither in the
-// engine's store nor pullable.
-var ErrKindImageMissing = errors.New("kind node image missing")
-
-// ErrPrivilegedRefused is returned when the engine cannot start a
-// privileged container, as kind's nodes are.
-var ErrPrivilegedRefused = errors.New("the container engine refuses privileged containers")
-
-// KindImagePreflight checks that image is in the engine's store (pulling
-// it when it is not one built here) and that the engine starts a
-// privileged container from it, as kind does for its nodes. On a host
-// whose root lacks capabilities the error names them and 'make
-// deps-kind', which registers a runtime shim that drops them.
-func KindImagePreflight(ctx context.Context, image string) error {
-	engine, err := kindEngine(ctx)
-	if err != nil {
-		return err
-	}
-	if exec.CommandContext(ctx, engine, "image", "inspect", image).Run() != nil {
-		if strings.HasPrefix(image, LocalKindImagePrefix) {
-			return fmt.Errorf("%w: %s is not in %s's image store: build it with 'make kind-image' (make e2e-kind does, with KIND_NODE_IMAGE=local)", ErrKindImageMissing, image, filepath.Base(engine))
-		}
-		c, cancel := context.WithTimeout(ctx, 5*time.Minute)
-		out, err := exec.CommandContext(c, engine, "pull", image).CombinedOutput()
-		cancel()
-		if err != nil {
-			return fmt.Errorf("%w: %s is not here and could not be pulled (%v: %s); where no registry is reachable, build a node image with 'make kind-image' and give it with --kind-image (make e2e-kind KIND_NODE_IMAGE=local)",
-				ErrKindImageMissing, image, err, lastLine(out))
-		}
-	}
-	out, err := exec.CommandContext(ctx, engine, "run", "--rm", "--privileged", "--network", "none", "--entrypoint", "/bin/true", image).CombinedOutput()
-	if err == nil {
-		return nil
-	}
-	missing, capErr := kindhost.MissingCapabilities()
-	switch {
-	case capErr == nil && len(missing) > 0:
-		return fmt.Errorf("%w: a privileged container from %s failed (%s); this host's root lacks %s, which --privileged asks for: 'make deps-kind' (root) registers a runtime shim that drops only those (harness/kindhost)",
-			ErrPrivilegedRefused, image, lastLine(out), strings.Join(missing, ", "))
-	default:
-		return fmt.Errorf("%w: a privileged container from %s failed: %v: %s", ErrPrivilegedRefused, image, err, lastLine(out))
-	}
-}
-
-func lastLine(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		return s[i+1:]
-	}
-	return s
-}
-
-func firstLine(b []byte) string {
-	for i, c := range b {
-		if c == '\n' {
-			return string(b[:i])
-		}
-	}
-	return string(b)
 }
 
 // Kind is a kind cluster (created here, or reused by name) with simulated
