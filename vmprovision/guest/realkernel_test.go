@@ -277,14 +277,8 @@ func TestRealKernelLoad(t *testing.T) {
 				fm.finitErr = tt.finitErr
 			}
 			err := k.Load(tt.load)
-			if tt.wantErr != nil {
-				if !errors.Is(err, tt.wantErr) || !strings.Contains(err.Error(), tt.wantErrMsg) {
-					t.Fatalf("err = %v, want %v containing %q", err, tt.wantErr, tt.wantErrMsg)
-				}
+			if !wantError(t, err, tt.wantErr, tt.wantErrMsg) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if !slices.Equal(fm.inserted, tt.wantInsert) {
 				t.Errorf("inserted %v, want %v", fm.inserted, tt.wantInsert)
@@ -343,14 +337,8 @@ func TestRealKernelUnload(t *testing.T) {
 				fm.delErr = tt.delErr
 			}
 			err := k.Unload(tt.unload)
-			if tt.wantErr != nil {
-				if !errors.Is(err, tt.wantErr) || !strings.Contains(err.Error(), tt.wantErrMsg) {
-					t.Fatalf("err = %v, want %v containing %q", err, tt.wantErr, tt.wantErrMsg)
-				}
+			if !wantError(t, err, tt.wantErr, tt.wantErrMsg) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if got := names(k.Loaded()); !slices.Equal(got, tt.wantLoaded) {
 				t.Errorf("Loaded = %v, want %v", got, tt.wantLoaded)
@@ -385,4 +373,21 @@ func TestRealKernelHost(t *testing.T) {
 		t.Errorf("BootID %q, Version %q", k.BootID(), k.Version())
 	}
 	_ = k.Loaded() // may be empty (containers, kernels without modules)
+}
+
+// wantError checks err against the error a table case wants (none when
+// want is nil; then err must be nil); it reports whether the case goes
+// on to check its results.
+func wantError(t *testing.T, err, want error, msg string) bool {
+	t.Helper()
+	if want != nil {
+		if !errors.Is(err, want) || !strings.Contains(err.Error(), msg) {
+			t.Fatalf("err = %v, want %v containing %q", err, want, msg)
+		}
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return true
 }
