@@ -30,6 +30,19 @@ func TestKubeletRESTConfig(t *testing.T) {
 	if in.ContentType != "" || in.AcceptContentTypes != "" {
 		t.Errorf("input changed: %q %q", in.ContentType, in.AcceptContentTypes)
 	}
+	if got.Burst != fakes.KubeletAPIBurst {
+		t.Errorf("Burst = %d, want the kubelet's default %d where the input sets none", got.Burst, fakes.KubeletAPIBurst)
+	}
+}
+
+// TestKubeletRESTConfigLimits checks that a config without client limits
+// gets the kubelet's (50/100), not client-go's (5/10), which would
+// throttle a rebooted node's registration.
+func TestKubeletRESTConfigLimits(t *testing.T) {
+	got := fakes.KubeletRESTConfig(&rest.Config{Host: "https://127.0.0.1:6443"})
+	if got.QPS != 50 || got.Burst != 100 {
+		t.Errorf("limits = %v/%d, want 50/100 (kubelet --kube-api-qps/--kube-api-burst defaults)", got.QPS, got.Burst)
+	}
 }
 
 // TestKubeletRESTConfigSendsProtobuf checks what a client built from the
