@@ -93,12 +93,15 @@
 // # Fleets and permissions
 //
 // A Fleet runs many kubelets in one process with one shared pod informer
-// indexed by node name. Each kubelet acts with its own client, ideally its
-// own system:node:<name> identity (Node authorizer + NodeRestriction), so
-// it may change only its Node, its Lease, its pods and events. The shared
-// informer needs one more rule, get/list/watch on pods cluster-wide,
-// which FleetRBAC returns. A lone kubelet (the VM agent) watches only its
-// own pods and needs nothing beyond its node identity. KubeletRESTConfig
+// indexed by node name and one shared Node informer, from which each
+// kubelet's status loop reads its Node as a kubelet (1.31 and later) reads
+// it from its node lister. Each kubelet acts with its own client, ideally
+// its own system:node:<name> identity (Node authorizer +
+// NodeRestriction), so it may change only its Node, its Lease, its pods
+// and events. The shared informers need one more rule, get/list/watch on
+// pods and nodes cluster-wide, which FleetRBAC returns. A lone kubelet
+// (the VM agent) watches only its own pods, reads its Node from the API
+// server's watch cache, and needs nothing beyond its node identity. KubeletRESTConfig
 // makes a client speak protobuf, as the kubelet does by default.
 //
 // A running node costs two goroutines (Lease renewal and status) plus one

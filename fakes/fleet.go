@@ -38,10 +38,11 @@ type FleetConfig struct {
 }
 
 // Fleet runs many kubelets against one API server with one shared pod
-// informer indexed by node name.
+// informer indexed by node name and one shared Node informer.
 type Fleet struct {
 	cfg      FleetConfig
 	src      *InformerPodSource
+	nodes    *InformerNodeReader
 	kubelets []*Kubelet
 	byName   map[string]*Kubelet
 	started  chan struct{}
@@ -77,7 +78,7 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Fleet{cfg: cfg, src: src, byName: map[string]*Kubelet{}, started: make(chan struct{}), failed: make(chan struct{})}
+	f := &Fleet{cfg: cfg, src: src, nodes: NewInformerNodeReader(cfg.Client), byName: map[string]*Kubelet{}, started: make(chan struct{}), failed: make(chan struct{})}
 	for i, name := range names {
 		if _, dup := f.byName[name]; dup {
 			return nil, fmt.Errorf("fleet: node name %s given twice", name)
@@ -97,7 +98,7 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 		if err != nil {
 			return nil, fmt.Errorf("fleet: kernel for node %s: %w", name, err)
 		}
-		k, err := New(Config{NodeName: name, Client: client, Kernel: kern, Timing: cfg.Timing, Pods: src,
+		k, err := New(Config{NodeName: name, Client: client, Kernel: kern, Timing: cfg.Timing, Pods: src, Nodes: f.nodes,
 			Labels: cfg.Labels, Taints: cfg.Taints, Address: fmt.Sprintf("192.0.2.%d", 1+i%250)})
 		if err != nil {
 			return nil, err
@@ -116,6 +117,10 @@ func (f *Fleet) Start(ctx context.Context) error {
 		return fmt.Errorf("fleet: %w", err)
 	}
 	defer f.src.Shutdown()
+	if err := f.nodes.Start(ctx); err != nil {
+		return fmt.Errorf("fleet: %w", err)
+	}
+	defer f.nodes.Shutdown()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sem := make(chan struct{}, f.cfg.StartConcurrency)
@@ -185,16 +190,20 @@ func (f *Fleet) Kubelets() []*Kubelet { return append([]*Kubelet(nil), f.kubelet
 // harness issues it its own identity.
 const FleetUser = "bootproof:fleet"
 
+// FleetRoleName names the cluster role and binding of FleetRBAC.
+const FleetRoleName = "bootproof:fleet-reader"
+
 // FleetRBAC returns the one rule a fleet needs beyond its nodes' own
-// identities: get/list/watch on pods cluster-wide for the shared informer
-// (a node identity may only see its own node's pods), bound to user.
+// identities: get/list/watch on pods and nodes cluster-wide for the
+// shared informers (a node identity may only see its own node's pods),
+// bound to user.
 func FleetRBAC(user string) (*rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding) {
 	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "bootproof:fleet-pod-reader"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}},
+		ObjectMeta: metav1.ObjectMeta{Name: FleetRoleName},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods", "nodes"}, Verbs: []string{"get", "list", "watch"}}},
 	}
 	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "bootproof:fleet-pod-reader"},
+		ObjectMeta: metav1.ObjectMeta{Name: FleetRoleName},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
 	}

@@ -40,6 +40,11 @@ type Config struct {
 	// Pods delivers the pods bound to this node. Nil: the kubelet watches
 	// them itself through Client.
 	Pods PodSource
+	// Nodes reads the Node the status loop compares its status with, as
+	// the kubelet's node lister does (kubelet 1.31 and later read it from
+	// their Node informer every status interval, not from the API). Nil:
+	// a GET from the API server's watch cache each status interval.
+	Nodes NodeReader
 	// Labels are added to the Node at registration, after
 	// contract.SimulatedLabel; contract.RunLabel, when among them, also
 	// goes on the Lease.

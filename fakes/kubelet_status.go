@@ -164,11 +164,7 @@ func (s *nodeStatus) post(ctx context.Context, force bool) error {
 	if err := s.link.wait(ctx); err != nil {
 		return err
 	}
-	// From the API server's watch cache (resourceVersion 0), as the
-	// kubelet's tryUpdateNodeStatus reads it: a quorum read from etcd
-	// every status interval of every node loads the API server and etcd
-	// that the reconcilers and kubelets share.
-	node, err := s.cfg.Client.CoreV1().Nodes().Get(ctx, s.cfg.NodeName, metav1.GetOptions{ResourceVersion: "0"})
+	node, err := s.read(ctx)
 	if apierrors.IsNotFound(err) {
 		return s.register(ctx)
 	}
@@ -182,6 +178,19 @@ func (s *nodeStatus) post(ctx context.Context, force bool) error {
 		return nil
 	}
 	return s.patch(ctx, node)
+}
+
+// read returns the Node to compare the status with: from cfg.Nodes (the
+// node lister of a kubelet 1.31 or later), or else from the API server's
+// watch cache (resourceVersion 0), as older kubelets' tryUpdateNodeStatus
+// read it. Either way not a quorum read from etcd every status interval
+// of every node, which would load the API server and etcd that the
+// reconcilers and kubelets share.
+func (s *nodeStatus) read(ctx context.Context) (*corev1.Node, error) {
+	if s.cfg.Nodes != nil {
+		return s.cfg.Nodes.Node(s.cfg.NodeName)
+	}
+	return s.cfg.Client.CoreV1().Nodes().Get(ctx, s.cfg.NodeName, metav1.GetOptions{ResourceVersion: "0"})
 }
 
 // changed reports whether the status the kubelet would post now differs

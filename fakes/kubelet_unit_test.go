@@ -783,3 +783,37 @@ func TestUnitWorkerActionCountsFromRunningPublished(t *testing.T) {
 		t.Errorf("kernel modules %+v, want dummy loaded at +6s (Running published at +4s, then the 2s action)", mods)
 	}
 }
+
+// nodeReaderFunc adapts a function to fakes.NodeReader.
+type nodeReaderFunc func(name string) (*corev1.Node, error)
+
+func (f nodeReaderFunc) Node(name string) (*corev1.Node, error) { return f(name) }
+
+// TestStatusReadsFromNodeReader: a kubelet given a NodeReader (a fleet's
+// shared Node informer) reads its Node from it every status interval, as
+// a kubelet reads its node lister, and sends no GET for it.
+func TestStatusReadsFromNodeReader(t *testing.T) {
+	var reads atomic.Int64
+	u := startUnitWith(t, func(c *fakes.Config) {
+		cs := c.Client.(*fake.Clientset)
+		c.Nodes = nodeReaderFunc(func(name string) (*corev1.Node, error) {
+			reads.Add(1)
+			obj, err := cs.Tracker().Get(corev1.SchemeGroupVersion.WithResource("nodes"), "", name)
+			if err != nil {
+				return nil, err
+			}
+			return obj.(*corev1.Node), nil
+		})
+	})
+	u.client.ClearActions()
+	before := reads.Load()
+	u.step(unitTiming().StatusInterval, 2)
+	for _, a := range u.client.Actions() {
+		if a.GetVerb() == "get" && a.GetResource().Resource == "nodes" {
+			t.Errorf("status loop sent %s %s; want its Node from the NodeReader", a.GetVerb(), a.GetResource().Resource)
+		}
+	}
+	if reads.Load() == before {
+		t.Error("no read from the NodeReader in two status intervals")
+	}
+}

@@ -1,0 +1,50 @@
+package fakes
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+)
+
+// NodeReader returns a Node as last seen; an error for which
+// apierrors.IsNotFound holds when there is none.
+type NodeReader interface {
+	Node(name string) (*corev1.Node, error)
+}
+
+// InformerNodeReader is a NodeReader over one Node informer: a fleet's
+// kubelets share it as each real kubelet keeps its own Node informer.
+type InformerNodeReader struct {
+	factory informers.SharedInformerFactory
+	lister  corelisters.NodeLister
+}
+
+// NewInformerNodeReader watches every Node through client, which must be
+// allowed to list and watch them (FleetRBAC grants it).
+func NewInformerNodeReader(client kubernetes.Interface) *InformerNodeReader {
+	f := informers.NewSharedInformerFactory(client, 0)
+	nodes := f.Core().V1().Nodes()
+	nodes.Informer() // registered with the factory, so Start runs it
+	return &InformerNodeReader{factory: f, lister: nodes.Lister()}
+}
+
+// Node returns the Node named name from the informer's cache.
+func (r *InformerNodeReader) Node(name string) (*corev1.Node, error) { return r.lister.Get(name) }
+
+// Start runs the informer until ctx ends and waits for its first list.
+func (r *InformerNodeReader) Start(ctx context.Context) error {
+	r.factory.Start(ctx.Done())
+	for typ, ok := range r.factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("node informer: %v cache not synced: %w", typ, context.Cause(ctx))
+		}
+	}
+	return nil
+}
+
+// Shutdown stops the informer and waits for it.
+func (r *InformerNodeReader) Shutdown() { r.factory.Shutdown() }
