@@ -334,6 +334,8 @@ func lastFatal(path string) string {
 // latency: its requests to etcd, and the mutating requests it serves.
 type planeLatency struct {
 	etcd, mutating bench.Histogram
+	// requests counts the requests served, by bench.RequestKey.
+	requests map[string]float64
 }
 
 // mutatingVerbs are the verbs of apiserver_request_duration_seconds that
@@ -349,7 +351,10 @@ func scrapeLatency(ctx context.Context, client kubernetes.Interface) (planeLaten
 	if l.etcd, err = bench.ParseHistogram(data, bench.MetricEtcdRequest, nil); err != nil {
 		return l, err
 	}
-	l.mutating, err = bench.ParseHistogram(data, bench.MetricAPIRequest, func(labels map[string]string) bool { return mutatingVerbs[labels["verb"]] })
+	if l.mutating, err = bench.ParseHistogram(data, bench.MetricAPIRequest, func(labels map[string]string) bool { return mutatingVerbs[labels["verb"]] }); err != nil {
+		return l, err
+	}
+	l.requests, err = bench.ParseCounter(data, bench.MetricAPIRequestTotal, bench.RequestKey)
 	return l, err
 }
 
@@ -361,6 +366,9 @@ func (l planeLatency) sub(earlier planeLatency) (planeLatency, error) {
 	}
 	if d.mutating, err = l.mutating.Sub(earlier.mutating); err != nil {
 		return d, fmt.Errorf("%s: %w", bench.MetricAPIRequest, err)
+	}
+	if d.requests, err = bench.SubCounters(l.requests, earlier.requests); err != nil {
+		return d, fmt.Errorf("%s: %w", bench.MetricAPIRequestTotal, err)
 	}
 	return d, nil
 }

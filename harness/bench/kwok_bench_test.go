@@ -4,9 +4,11 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -153,7 +155,7 @@ func fleetComparison(c fleetBenchConfig, sides []fleetSide, f [2]fleetFigures) *
 	a, k := f[0], f[1]
 	la, lk := reports.Summarize("ms", a.observed.LatenessMs), reports.Summarize("ms", k.observed.LatenessMs)
 	perNode := func(x fleetFigures) float64 { return x.mem.RSS * 1024 / float64(c.nodes) }
-	return &reports.BenchComparison{Sides: [2]string{sides[0].name, sides[1].name}, Rows: []reports.ComparisonRow{
+	cmp := &reports.BenchComparison{Sides: [2]string{sides[0].name, sides[1].name}, Rows: []reports.ComparisonRow{
 		reports.RatioRow("fleet CPU", "CPU s/min", a.cpu, k.cpu),
 		reports.RatioRow("fleet RSS (VmRSS)", "MiB", a.mem.RSS, k.mem.RSS),
 		reports.RatioRow("fleet RSS peak (VmHWM)", "MiB", a.mem.Peak, k.mem.Peak),
@@ -169,4 +171,30 @@ func fleetComparison(c fleetBenchConfig, sides []fleetSide, f [2]fleetFigures) *
 		reports.Row("lease-renewal lateness p99", "ms", la.P99, lk.P99),
 		reports.Row("all nodes Ready after process start", "s", a.registration.Seconds(), k.registration.Seconds()),
 	}}
+	cmp.Rows = append(cmp.Rows, requestRows(c.window, a.latency.requests, k.latency.requests)...)
+	return cmp
+}
+
+// requestRows compares the API requests each side's plane served in the
+// window (apiserver_request_total), per second, by verb and resource:
+// where the plane's CPU differs, these say which requests differ. Rates
+// under 0.1/s on both sides are left out.
+func requestRows(window time.Duration, a, k map[string]float64) []reports.ComparisonRow {
+	keys := slices.Sorted(maps.Keys(a))
+	for key := range k {
+		if _, ok := a[key]; !ok {
+			keys = append(keys, key)
+		}
+	}
+	slices.Sort(keys)
+	var rows []reports.ComparisonRow
+	sec := window.Seconds()
+	for _, key := range keys {
+		ra, rk := a[key]/sec, k[key]/sec
+		if ra < 0.1 && rk < 0.1 {
+			continue
+		}
+		rows = append(rows, reports.Row("API requests: "+key, "per s", ra, rk))
+	}
+	return rows
 }

@@ -21,7 +21,68 @@ const (
 	// MetricAPIRequest is the duration of each request kube-apiserver
 	// serves, by verb and resource.
 	MetricAPIRequest = "apiserver_request_duration_seconds"
+	// MetricAPIRequestTotal counts the requests kube-apiserver served, by
+	// verb, resource, subresource and code.
+	MetricAPIRequestTotal = "apiserver_request_total"
 )
+
+// ParseCounter reads Prometheus text exposition data and sums the series
+// of counter name by the key each series' labels map to; a series whose
+// key is "" is left out. A metric that is absent gives an empty map.
+func ParseCounter(data []byte, name string, key func(labels map[string]string) string) (map[string]float64, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("parse metrics: %w", err)
+	}
+	out := map[string]float64{}
+	f, ok := families[name]
+	if !ok {
+		return out, nil
+	}
+	if f.GetType() != dto.MetricType_COUNTER {
+		return nil, fmt.Errorf("metric %s: type %s, want counter", name, f.GetType())
+	}
+	for _, m := range f.GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if k := key(labels); k != "" {
+			out[k] += m.GetCounter().GetValue()
+		}
+	}
+	return out, nil
+}
+
+// SubCounters returns now minus an earlier scrape of the same counters,
+// key by key: what was counted in between. A key absent earlier counted
+// from 0; a counter that fell (a restart) is an error.
+func SubCounters(now, earlier map[string]float64) (map[string]float64, error) {
+	d := make(map[string]float64, len(now))
+	for k, v := range now {
+		if v < earlier[k] {
+			return nil, fmt.Errorf("counter %s fell from %v to %v (a restart?)", k, earlier[k], v)
+		}
+		d[k] = v - earlier[k]
+	}
+	return d, nil
+}
+
+// RequestKey is the key ParseCounter sums apiserver_request_total by: the
+// verb and the resource with its subresource ("GET nodes", "PATCH
+// nodes/status"); "" (left out) for requests to no resource, such as
+// /metrics.
+func RequestKey(labels map[string]string) string {
+	r := labels["resource"]
+	if r == "" {
+		return ""
+	}
+	if sub := labels["subresource"]; sub != "" {
+		r += "/" + sub
+	}
+	return labels["verb"] + " " + r
+}
 
 // Histogram is a Prometheus histogram, the sum of every series of one
 // metric that a filter kept: cumulative counts per upper bound (the last

@@ -1,6 +1,7 @@
 package bench_test
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -81,6 +82,40 @@ etcd_request_duration_seconds_count{operation="get",type="nodes"} 100
 # TYPE up gauge
 up 1
 `
+
+const sampleCounters = `# HELP apiserver_request_total [STABLE] Counter of apiserver requests.
+# TYPE apiserver_request_total counter
+apiserver_request_total{code="200",component="apiserver",resource="nodes",subresource="",verb="GET"} 600
+apiserver_request_total{code="404",component="apiserver",resource="nodes",subresource="",verb="GET"} 5
+apiserver_request_total{code="200",component="apiserver",resource="nodes",subresource="status",verb="PATCH"} 10
+apiserver_request_total{code="200",component="apiserver",resource="leases",subresource="",verb="PUT"} 1200
+apiserver_request_total{code="200",component="apiserver",resource="",subresource="",verb="GET"} 7
+`
+
+func TestParseCounter(t *testing.T) {
+	got, err := bench.ParseCounter([]byte(sampleCounters), bench.MetricAPIRequestTotal, bench.RequestKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"GET nodes": 605, "PATCH nodes/status": 10, "PUT leases": 1200}
+	if !maps.Equal(got, want) {
+		t.Errorf("ParseCounter = %v, want %v (codes summed, /metrics left out)", got, want)
+	}
+	earlier := map[string]float64{"GET nodes": 5, "PUT leases": 200}
+	d, err := bench.SubCounters(got, earlier)
+	if err != nil || !maps.Equal(d, map[string]float64{"GET nodes": 600, "PATCH nodes/status": 10, "PUT leases": 1000}) {
+		t.Errorf("SubCounters = %v, %v", d, err)
+	}
+	if _, err := bench.SubCounters(earlier, got); err == nil {
+		t.Error("a counter that fell: no error")
+	}
+	if none, err := bench.ParseCounter([]byte(sampleMetrics), bench.MetricAPIRequestTotal, bench.RequestKey); err != nil || len(none) != 0 {
+		t.Errorf("absent counter: %v, %v", none, err)
+	}
+	if _, err := bench.ParseCounter([]byte(sampleMetrics), bench.MetricEtcdRequest, bench.RequestKey); err == nil {
+		t.Error("a histogram parsed as a counter")
+	}
+}
 
 func TestParseHistogram(t *testing.T) {
 	all, err := bench.ParseHistogram([]byte(sampleMetrics), bench.MetricEtcdRequest, nil)
