@@ -3,7 +3,11 @@ package runner_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -53,7 +57,11 @@ func BenchmarkReloadLatency(b *testing.B) {
 		podStart, action = v, v
 		podLatency = fmt.Sprintf("podLatency: %s\n", v)
 	}
-	yaml := fmt.Sprintf("name: bench-fast-reboot-0.5g\nnodes: %d\nmodules: [{name: dummy}]\ntiming: fast\n%sprecondition: fast\ndeadline: 120s\nexpect: {bootid: pass}\nactions:\n  - wait-reloaded: {}\n", nodes, podLatency)
+	// The first loads' results are recorded and their pods released in
+	// the settling sleep, before the first reboot opens the window in
+	// which API writes are counted per reload.
+	yaml := fmt.Sprintf("name: bench-fast-reboot-0.5g\nnodes: %d\nmodules: [{name: dummy}]\ntiming: fast\n%sprecondition: fast\ndeadline: 120s\nexpect: {bootid: pass}\nactions:\n  - wait-reloaded: {}\n  - sleep: {duration: %s}\n",
+		nodes, podLatency, settleBeforeReboots)
 	for range reboots {
 		yaml += "  - reboot: {downtime: 0.5g}\n  - wait-reloaded: {}\n"
 	}
@@ -62,7 +70,10 @@ func BenchmarkReloadLatency(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		emb, err := cluster.StartEmbedded(context.Background(), controlplane.Config{GracePeriod: 10 * time.Second, MonitorPeriod: time.Second})
+		// -v=1 makes kube-apiserver log the watchers it closes because
+		// their clients do not keep up (counted below).
+		emb, err := cluster.StartEmbedded(context.Background(), controlplane.Config{GracePeriod: 10 * time.Second, MonitorPeriod: time.Second,
+			ExtraArgs: map[string][]string{controlplane.BinKubeAPIServer: {"-v=1"}}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -72,7 +83,11 @@ func BenchmarkReloadLatency(b *testing.B) {
 		res := runner.Run(context.Background(), runner.Config{Cluster: counted, Backend: &backend.Fake{Cluster: counted},
 			Subjects: []scenarios.Subject{sub}, Scenarios: []*scenarios.Scenario{sc}})
 		wall := time.Since(start)
+		closed, err := closedWatchers(filepath.Join(emb.CP.Dir(), "logs", controlplane.BinKubeAPIServer+".log"))
 		emb.Stop()
+		if err != nil {
+			b.Fatal(err)
+		}
 		c := res.Cases[0]
 		if c.Verdict != scenarios.Pass {
 			b.Fatalf("verdict %s: %s", c.Verdict, c.Message)
@@ -86,6 +101,7 @@ func BenchmarkReloadLatency(b *testing.B) {
 		created, running := reloadStages(c)
 		b.Logf("stages: detection p50 %.0f p99 %.0f; created->Running p50 %.0f p99 %.0f; Running->loaded p50 %.0f p99 %.0f ms",
 			d.P50, d.P99, created.P50, created.P99, running.P50, running.P99)
+		b.Logf("watches closed by kube-apiserver for slow clients: %s", closed)
 		rs := reconcileStatsNow()
 		b.Logf("reconciler: %d reconciles (%.1f per reload), %d errors, queue wait mean %.1f ms, reconcile mean %.1f ms",
 			rs.reconciles, float64(rs.reconciles)/float64(max(1, r.Count)), rs.errors, rs.queueMeanMS, rs.workMeanMS)
@@ -113,12 +129,91 @@ func BenchmarkReloadLatency(b *testing.B) {
 					fmt.Sprintf("Reload stages: detection, then loader pod created -> Running (simulated pod start %s), then Running -> module seen loaded (simulated action %s, ground-truth publication).",
 						podStart, action),
 					fmt.Sprintf("Reconciler (whole case, setup included): %d reconciles, %d errors, mean queue wait %.0f ms, mean reconcile %.0f ms.",
-						rs.reconciles, rs.errors, rs.queueMeanMS, rs.workMeanMS)},
+						rs.reconciles, rs.errors, rs.queueMeanMS, rs.workMeanMS),
+					"Watches kube-apiserver closed because their clients did not keep up (its watch cache's 'Forcing ... watcher close due to unresponsiveness'; " +
+						"each client's reflector watches again from its last resourceVersion, so no event is lost): " + closed.String() + "."},
 			})
 			if err != nil {
 				b.Fatal(err)
 			}
 		}
+	}
+}
+
+// settleBeforeReboots is the benchmark's pause between the first loads
+// and the first reboot.
+const settleBeforeReboots = 3 * time.Second
+
+// watchClosures counts the watches kube-apiserver closed because the
+// client did not read its events in time, by resource and watch key.
+type watchClosures map[string]int
+
+func (w watchClosures) String() string {
+	total := 0
+	keys := slices.Sorted(maps.Keys(w))
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		total += w[k]
+		parts = append(parts, fmt.Sprintf("%s ×%d", k, w[k]))
+	}
+	if total == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%d (%s)", total, strings.Join(parts, ", "))
+}
+
+// closedWatchers reads kube-apiserver's log (at -v=1) for the watchers its
+// watch cache closed for unresponsiveness, e.g.
+//
+//	cache_watcher.go:214] Forcing pods watcher close due to unresponsiveness: key: "/pods/", labels: "", fields: "". ...
+func closedWatchers(logPath string) (watchClosures, error) {
+	out := watchClosures{}
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("count closed watches: %w", err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		m := forcedClose.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		k := m[1] + " " + m[2]
+		if m[3] != "" {
+			k += " labels " + m[3]
+		}
+		out[k]++
+	}
+	return out, nil
+}
+
+var forcedClose = regexp.MustCompile(`Forcing (\S+) watcher close due to unresponsiveness: key: "([^"]*)", labels: "([^"]*)"`)
+
+func TestClosedWatchers(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "kube-apiserver.log")
+	lines := `I1202 08:32:10.003493   17080 cache_watcher.go:214] Forcing pods watcher close due to unresponsiveness: key: "/pods/", labels: "", fields: "". len(c.input) = 10, len(c.result) = 10, graceful = false
+I1202 08:32:10.004133   17080 cache_watcher.go:214] Forcing pods watcher close due to unresponsiveness: key: "/pods/", labels: "", fields: "". len(c.input) = 10, len(c.result) = 10, graceful = false
+I1202 08:32:10.004348   17080 cache_watcher.go:214] Forcing pods watcher close due to unresponsiveness: key: "/pods/bp-1/", labels: "kmm.node.kubernetes.io/worker-action", fields: "". len(c.input) = 10, len(c.result) = 0, graceful = false
+I1202 08:32:11.000000   17080 httplog.go:134] "HTTP" verb="GET" URI="/api/v1/pods?watch=true"
+`
+	if err := os.WriteFile(log, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := closedWatchers(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := watchClosures{"pods /pods/": 2, "pods /pods/bp-1/ labels kmm.node.kubernetes.io/worker-action": 1}
+	if !maps.Equal(got, want) {
+		t.Errorf("closedWatchers = %v, want %v", got, want)
+	}
+	if s := got.String(); s != "3 (pods /pods/ ×2, pods /pods/bp-1/ labels kmm.node.kubernetes.io/worker-action ×1)" {
+		t.Errorf("String = %q", s)
+	}
+	if s := (watchClosures{}).String(); s != "none" {
+		t.Errorf("no closures: %q, want none", s)
+	}
+	if _, err := closedWatchers(filepath.Join(t.TempDir(), "missing.log")); err == nil {
+		t.Error("missing log: no error")
 	}
 }
 
