@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -30,25 +31,13 @@ const (
 // of counter name by the key each series' labels map to; a series whose
 // key is "" is left out. A metric that is absent gives an empty map.
 func ParseCounter(data []byte, name string, key func(labels map[string]string) string) (map[string]float64, error) {
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := p.TextToMetricFamilies(bytes.NewReader(data))
+	f, err := family(data, name, dto.MetricType_COUNTER)
 	if err != nil {
-		return nil, fmt.Errorf("parse metrics: %w", err)
+		return nil, err
 	}
 	out := map[string]float64{}
-	f, ok := families[name]
-	if !ok {
-		return out, nil
-	}
-	if f.GetType() != dto.MetricType_COUNTER {
-		return nil, fmt.Errorf("metric %s: type %s, want counter", name, f.GetType())
-	}
 	for _, m := range f.GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		if k := key(labels); k != "" {
+		if k := key(labelMap(m)); k != "" {
 			out[k] += m.GetCounter().GetValue()
 		}
 	}
@@ -84,6 +73,32 @@ func RequestKey(labels map[string]string) string {
 	return labels["verb"] + " " + r
 }
 
+// family parses Prometheus text exposition data and returns metric name,
+// which must be of type typ; nil (no series) when it is absent.
+func family(data []byte, name string, typ dto.MetricType) (*dto.MetricFamily, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("parse metrics: %w", err)
+	}
+	f, ok := families[name]
+	if !ok {
+		return nil, nil
+	}
+	if f.GetType() != typ {
+		return nil, fmt.Errorf("metric %s: type %s, want %s", name, f.GetType(), strings.ToLower(typ.String()))
+	}
+	return f, nil
+}
+
+func labelMap(m *dto.Metric) map[string]string {
+	labels := map[string]string{}
+	for _, l := range m.GetLabel() {
+		labels[l.GetName()] = l.GetValue()
+	}
+	return labels
+}
+
 // Histogram is a Prometheus histogram, the sum of every series of one
 // metric that a filter kept: cumulative counts per upper bound (the last
 // bound +Inf), the total count and the sum of the observations.
@@ -99,25 +114,13 @@ type Histogram struct {
 // Series with other bucket bounds than the first kept one are an error.
 // A metric that is absent gives an empty Histogram.
 func ParseHistogram(data []byte, name string, keep func(labels map[string]string) bool) (Histogram, error) {
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := p.TextToMetricFamilies(bytes.NewReader(data))
+	f, err := family(data, name, dto.MetricType_HISTOGRAM)
 	if err != nil {
-		return Histogram{}, fmt.Errorf("parse metrics: %w", err)
+		return Histogram{}, err
 	}
 	var h Histogram
-	f, ok := families[name]
-	if !ok {
-		return h, nil
-	}
-	if f.GetType() != dto.MetricType_HISTOGRAM {
-		return h, fmt.Errorf("metric %s: type %s, want histogram", name, f.GetType())
-	}
 	for _, m := range f.GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		if keep != nil && !keep(labels) {
+		if keep != nil && !keep(labelMap(m)) {
 			continue
 		}
 		hm := m.GetHistogram()
