@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -26,7 +27,7 @@ type InformerNodeReader struct {
 // NewInformerNodeReader watches every Node through client, which must be
 // allowed to list and watch them (FleetRBAC grants it).
 func NewInformerNodeReader(client kubernetes.Interface) *InformerNodeReader {
-	f := informers.NewSharedInformerFactory(client, 0)
+	f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(stripManagedFields))
 	nodes := f.Core().V1().Nodes()
 	nodes.Informer() // registered with the factory, so Start runs it
 	return &InformerNodeReader{factory: f, lister: nodes.Lister()}
@@ -44,6 +45,18 @@ func (r *InformerNodeReader) Start(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// stripManagedFields drops metadata.managedFields from an object before
+// an informer caches it (controller-runtime offers the same transform,
+// TransformStripManagedFields, which the VM agent does not link): no
+// kubelet reads them, and they are a large part of a Node or Pod, so a
+// fleet of thousands keeps them all in memory for nothing.
+func stripManagedFields(obj any) (any, error) {
+	if a, err := meta.Accessor(obj); err == nil {
+		a.SetManagedFields(nil)
+	}
+	return obj, nil
 }
 
 // Shutdown stops the informer and waits for it.

@@ -42,7 +42,7 @@ type InformerPodSource struct {
 // may list); with node empty, every pod (a fleet identity that may list
 // and watch pods cluster-wide).
 func NewInformerPodSource(client kubernetes.Interface, node string) (*InformerPodSource, error) {
-	opts := []informers.SharedInformerOption{}
+	opts := []informers.SharedInformerOption{informers.WithTransform(stripManagedFields)}
 	if node != "" {
 		opts = append(opts, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", node).String()
