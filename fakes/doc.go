@@ -95,7 +95,10 @@
 // A Fleet runs many kubelets in one process with one shared pod informer
 // indexed by node name and one shared Node informer, from which each
 // kubelet's status loop reads its Node as a kubelet (1.31 and later) reads
-// it from its node lister. Each kubelet acts with its own client, ideally
+// it from its node lister. The informers cache no managedFields, and the
+// Node informer keeps of each Node only what the status loop reads (its
+// name, conditions and nodeInfo), so a fleet of thousands holds little
+// more than KWOK does. Each kubelet acts with its own client, ideally
 // its own system:node:<name> identity (Node authorizer +
 // NodeRestriction), so it may change only its Node, its Lease, its pods
 // and events. The shared informers need one more rule, get/list/watch on
