@@ -25,6 +25,10 @@ const (
 	// MetricAPIRequestTotal counts the requests kube-apiserver served, by
 	// verb, resource, subresource and code.
 	MetricAPIRequestTotal = "apiserver_request_total"
+	// MetricTerminatedWatchers counts the watches kube-apiserver's watch
+	// cache closed because their clients did not read events in time, by
+	// group and resource.
+	MetricTerminatedWatchers = "apiserver_terminated_watchers_total"
 )
 
 // ParseCounter reads Prometheus text exposition data and sums the series
@@ -71,6 +75,20 @@ func RequestKey(labels map[string]string) string {
 		r += "/" + sub
 	}
 	return labels["verb"] + " " + r
+}
+
+// ResourceKey is the key ParseCounter sums a counter by its resource
+// and group ("pods", "leases.coordination.k8s.io"); "" (left out) for a
+// series without a resource.
+func ResourceKey(labels map[string]string) string {
+	r := labels["resource"]
+	if r == "" {
+		return ""
+	}
+	if g := labels["group"]; g != "" {
+		r += "." + g
+	}
+	return r
 }
 
 // family parses Prometheus text exposition data and returns metric name,

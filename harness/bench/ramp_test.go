@@ -90,6 +90,10 @@ apiserver_request_total{code="404",component="apiserver",resource="nodes",subres
 apiserver_request_total{code="200",component="apiserver",resource="nodes",subresource="status",verb="PATCH"} 10
 apiserver_request_total{code="200",component="apiserver",resource="leases",subresource="",verb="PUT"} 1200
 apiserver_request_total{code="200",component="apiserver",resource="",subresource="",verb="GET"} 7
+# HELP apiserver_terminated_watchers_total [ALPHA] Counter of watchers closed due to unresponsiveness broken by resource type.
+# TYPE apiserver_terminated_watchers_total counter
+apiserver_terminated_watchers_total{group="",resource="pods"} 24
+apiserver_terminated_watchers_total{group="coordination.k8s.io",resource="leases"} 2
 `
 
 func TestParseCounter(t *testing.T) {
@@ -108,6 +112,10 @@ func TestParseCounter(t *testing.T) {
 	}
 	if _, err := bench.SubCounters(earlier, got); err == nil {
 		t.Error("a counter that fell: no error")
+	}
+	closed, err := bench.ParseCounter([]byte(sampleCounters), bench.MetricTerminatedWatchers, bench.ResourceKey)
+	if want := map[string]float64{"pods": 24, "leases.coordination.k8s.io": 2}; err != nil || !maps.Equal(closed, want) {
+		t.Errorf("terminated watchers by resource = %v, %v; want %v", closed, err, want)
 	}
 	if none, err := bench.ParseCounter([]byte(sampleMetrics), bench.MetricAPIRequestTotal, bench.RequestKey); err != nil || len(none) != 0 {
 		t.Errorf("absent counter: %v, %v", none, err)

@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -70,10 +69,7 @@ func BenchmarkReloadLatency(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		// -v=1 makes kube-apiserver log the watchers it closes because
-		// their clients do not keep up (counted below).
-		emb, err := cluster.StartEmbedded(context.Background(), controlplane.Config{GracePeriod: 10 * time.Second, MonitorPeriod: time.Second,
-			ExtraArgs: map[string][]string{controlplane.BinKubeAPIServer: {"-v=1"}}})
+		emb, err := cluster.StartEmbedded(context.Background(), controlplane.Config{GracePeriod: 10 * time.Second, MonitorPeriod: time.Second})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -83,7 +79,7 @@ func BenchmarkReloadLatency(b *testing.B) {
 		res := runner.Run(context.Background(), runner.Config{Cluster: counted, Backend: &backend.Fake{Cluster: counted},
 			Subjects: []scenarios.Subject{sub}, Scenarios: []*scenarios.Scenario{sc}})
 		wall := time.Since(start)
-		closed, err := closedWatchers(filepath.Join(emb.CP.Dir(), "logs", controlplane.BinKubeAPIServer+".log"))
+		closed, err := closedWatchers(emb.RESTConfig())
 		emb.Stop()
 		if err != nil {
 			b.Fatal(err)
@@ -130,7 +126,7 @@ func BenchmarkReloadLatency(b *testing.B) {
 						podStart, action),
 					fmt.Sprintf("Reconciler (whole case, setup included): %d reconciles, %d errors, mean queue wait %.0f ms, mean reconcile %.0f ms.",
 						rs.reconciles, rs.errors, rs.queueMeanMS, rs.workMeanMS),
-					"Watches kube-apiserver closed because their clients did not keep up (its watch cache's 'Forcing ... watcher close due to unresponsiveness'; " +
+					"Watches kube-apiserver closed because their clients did not keep up (apiserver_terminated_watchers_total; " +
 						"each client's reflector watches again from its last resourceVersion, so no event is lost): " + closed.String() + "."},
 			})
 			if err != nil {
@@ -145,75 +141,47 @@ func BenchmarkReloadLatency(b *testing.B) {
 const settleBeforeReboots = 3 * time.Second
 
 // watchClosures counts the watches kube-apiserver closed because the
-// client did not read its events in time, by resource and watch key.
-type watchClosures map[string]int
+// client did not read its events in time, by resource.
+type watchClosures map[string]float64
 
 func (w watchClosures) String() string {
-	total := 0
+	total := 0.0
 	keys := slices.Sorted(maps.Keys(w))
 	parts := make([]string, 0, len(keys))
 	for _, k := range keys {
 		total += w[k]
-		parts = append(parts, fmt.Sprintf("%s ×%d", k, w[k]))
+		parts = append(parts, fmt.Sprintf("%s ×%.0f", k, w[k]))
 	}
 	if total == 0 {
 		return "none"
 	}
-	return fmt.Sprintf("%d (%s)", total, strings.Join(parts, ", "))
+	return fmt.Sprintf("%.0f (%s)", total, strings.Join(parts, ", "))
 }
 
-// closedWatchers reads kube-apiserver's log (at -v=1) for the watchers its
-// watch cache closed for unresponsiveness, e.g.
-//
-//	cache_watcher.go:214] Forcing pods watcher close due to unresponsiveness: key: "/pods/", labels: "", fields: "". ...
-func closedWatchers(logPath string) (watchClosures, error) {
-	out := watchClosures{}
-	data, err := os.ReadFile(logPath)
+// closedWatchers reads from kube-apiserver's /metrics the watches its
+// watch cache closed for unresponsiveness since it started.
+func closedWatchers(cfg *rest.Config) (watchClosures, error) {
+	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("count closed watches: %w", err)
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		m := forcedClose.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		k := m[1] + " " + m[2]
-		if m[3] != "" {
-			k += " labels " + m[3]
-		}
-		out[k]++
+	data, err := bench.FetchMetrics(context.Background(), client.CoreV1().RESTClient())
+	if err != nil {
+		return nil, fmt.Errorf("count closed watches: %w", err)
 	}
-	return out, nil
+	c, err := bench.ParseCounter(data, bench.MetricTerminatedWatchers, bench.ResourceKey)
+	if err != nil {
+		return nil, fmt.Errorf("count closed watches: %w", err)
+	}
+	return watchClosures(c), nil
 }
 
-var forcedClose = regexp.MustCompile(`Forcing (\S+) watcher close due to unresponsiveness: key: "([^"]*)", labels: "([^"]*)"`)
-
-func TestClosedWatchers(t *testing.T) {
-	log := filepath.Join(t.TempDir(), "kube-apiserver.log")
-	lines := `I1202 08:32:10.003493   17080 cache_watcher.go:214] Forcing pods watcher close due to unresponsiveness: key: "/pods/", labels: "", fields: "". len(c.input) = 10, len(c.result) = 10, graceful = false
-I1202 08:32:10.004133   17080 cache_watcher.go:214] Forcing pods watcher close due to unresponsiveness: key: "/pods/", labels: "", fields: "". len(c.input) = 10, len(c.result) = 10, graceful = false
-I1202 08:32:10.004348   17080 cache_watcher.go:214] Forcing pods watcher close due to unresponsiveness: key: "/pods/bp-1/", labels: "kmm.node.kubernetes.io/worker-action", fields: "". len(c.input) = 10, len(c.result) = 0, graceful = false
-I1202 08:32:11.000000   17080 httplog.go:134] "HTTP" verb="GET" URI="/api/v1/pods?watch=true"
-`
-	if err := os.WriteFile(log, []byte(lines), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	got, err := closedWatchers(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := watchClosures{"pods /pods/": 2, "pods /pods/bp-1/ labels kmm.node.kubernetes.io/worker-action": 1}
-	if !maps.Equal(got, want) {
-		t.Errorf("closedWatchers = %v, want %v", got, want)
-	}
-	if s := got.String(); s != "3 (pods /pods/ ×2, pods /pods/bp-1/ labels kmm.node.kubernetes.io/worker-action ×1)" {
+func TestWatchClosuresString(t *testing.T) {
+	if s := (watchClosures{"pods": 2, "nodes": 1}).String(); s != "3 (nodes ×1, pods ×2)" {
 		t.Errorf("String = %q", s)
 	}
-	if s := (watchClosures{}).String(); s != "none" {
+	if s := (watchClosures{"pods": 0}).String(); s != "none" {
 		t.Errorf("no closures: %q, want none", s)
-	}
-	if _, err := closedWatchers(filepath.Join(t.TempDir(), "missing.log")); err == nil {
-		t.Error("missing log: no error")
 	}
 }
 
