@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -51,18 +50,6 @@ func (r *InformerNodeReader) Start(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// stripManagedFields drops metadata.managedFields from an object before
-// an informer caches it (controller-runtime offers the same transform,
-// TransformStripManagedFields, which the VM agent does not link): no
-// kubelet reads them, and they are a large part of a Node or Pod, so a
-// fleet of thousands keeps them all in memory for nothing.
-func stripManagedFields(obj any) (any, error) {
-	if a, err := meta.Accessor(obj); err == nil {
-		a.SetManagedFields(nil)
-	}
-	return obj, nil
 }
 
 // statusView trims a Node to what a kubelet's status loop reads from

@@ -3,6 +3,7 @@ package fakes
 import (
 	"context"
 	"fmt"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -122,4 +123,16 @@ func (s *InformerPodSource) Subscribe(node string, h PodEventHandler) func() {
 		delete(s.handlers, node)
 		s.mu.Unlock()
 	}
+}
+
+// stripManagedFields drops metadata.managedFields from an object before
+// an informer caches it (controller-runtime offers the same transform,
+// TransformStripManagedFields, which the VM agent does not link): no
+// kubelet reads them, and they are a large part of a Pod, so a fleet of
+// thousands would keep them all in memory for nothing.
+func stripManagedFields(obj any) (any, error) {
+	if a, err := meta.Accessor(obj); err == nil {
+		a.SetManagedFields(nil)
+	}
+	return obj, nil
 }

@@ -180,7 +180,7 @@ func fleetComparison(c fleetBenchConfig, sides []fleetSide, f [2]fleetFigures) *
 // where the plane's CPU differs, these say which requests differ. Rates
 // under 0.1/s on both sides are left out.
 func requestRows(window time.Duration, a, k map[string]float64) []reports.ComparisonRow {
-	keys := slices.Sorted(maps.Keys(a))
+	keys := slices.Collect(maps.Keys(a))
 	for key := range k {
 		if _, ok := a[key]; !ok {
 			keys = append(keys, key)
