@@ -162,6 +162,11 @@ func TestControlPlaneUpStopsOnSIGINT(t *testing.T) {
 		t.Fatal("bootproof controlplane up did not exit within a minute of SIGINT")
 	}
 	cptest.AssertGone(t, pids, nil)
+	// One ready line, on stdout, naming the kubeconfig the user asked for;
+	// no log line on stderr repeats it with the run directory's.
+	if strings.Contains(stderr.String(), "ready") {
+		t.Errorf("stderr repeats the ready line:\n%s", stderr.String())
+	}
 	if _, err := os.Stat(kubeconfigOut); !os.IsNotExist(err) {
 		t.Errorf("--kubeconfig-out file left behind (err %v)", err)
 	}

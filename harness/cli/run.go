@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -317,6 +318,8 @@ func (rc *runContext) startCluster(ctx context.Context) (scenarios.Cluster, erro
 		}
 		rc.defer_(e.Stop)
 		fmt.Fprintf(s.Err, "embedded control plane ready in %s\n", reports.FormatDuration(time.Since(start)))
+		logr.FromContextOrDiscard(ctx).Info("embedded control plane ready", "apiserver", e.CP.APIServerURL(), "dir", e.CP.Dir(),
+			"gracePeriod", e.CP.Config().GracePeriod, "monitorPeriod", e.CP.Config().MonitorPeriod)
 		return e, nil
 	case "kubeconfig":
 		k, err := cluster.NewKubeconfig(ctx, o.kubeconfig, o.grace, o.nodeCreds == "csr")

@@ -88,7 +88,10 @@ func start(ctx context.Context, cfg Config, bins Binaries) (_ *ControlPlane, ret
 		return nil, err
 	}
 	go cp.supervise()
-	log.Info("control plane ready", "apiserver", cp.apiURL, "kubeconfig", cp.kubeconf, "dir", cp.dir,
+	// Start returning is the event a caller reports in its own words (the
+	// CLI prints one line with the kubeconfig it wrote); the details are
+	// for debugging.
+	log.V(1).Info("control plane ready", "apiserver", cp.apiURL, "kubeconfig", cp.kubeconf, "dir", cp.dir,
 		"gracePeriod", cfg.GracePeriod, "monitorPeriod", cfg.MonitorPeriod)
 	return cp, nil
 }
