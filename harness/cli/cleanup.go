@@ -104,13 +104,19 @@ func cleanupLocal(ctx context.Context, s Streams, o cleanupOptions, verb string)
 	for _, k := range kinds {
 		fmt.Fprintf(s.Out, "%s kind cluster %s\n", verb, k)
 	}
+	summary := fmt.Sprintf("%s %d temporary directories and %d kind clusters", verb, len(dirs), len(kinds))
 	if o.libvirtURI != "" {
 		doms, err := backend.SweepLibvirt(o.libvirtURI, o.dryRun)
 		errs = append(errs, err)
 		for _, d := range doms {
 			fmt.Fprintf(s.Out, "%s libvirt domain %s\n", verb, d)
 		}
+		if err == nil {
+			summary += fmt.Sprintf(" and %d libvirt domains", len(doms))
+		}
 	}
+	// A line even when nothing was left, so that a quiet run reads as done.
+	fmt.Fprintf(s.Out, "%s of dead runs on this host\n", summary)
 	return errors.Join(errs...)
 }
 

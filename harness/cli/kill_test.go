@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,6 +61,9 @@ func TestRunKilledLeavesNothing(t *testing.T) {
 		if !strings.Contains(out, d) {
 			t.Errorf("cleanup did not report %s:\n%s", d, out)
 		}
+	}
+	if want := fmt.Sprintf("deleted %d temporary directories", len(left)); !strings.Contains(out, want) {
+		t.Errorf("cleanup output lacks %q:\n%s", want, out)
 	}
 	if rest, _ := filepath.Glob(filepath.Join(tmp, "*")); len(rest) > 0 {
 		t.Errorf("left in the temporary directory: %v", rest)
