@@ -24,7 +24,10 @@
 //   - it runs the KMM worker pods bound to its node, which follow the
 //     upstream worker contract (see below); any other pod bound there is
 //     Failed at once (reason SimulatedNodeReason), never reported
-//     Running;
+//     Running; a pod write the API server does not take (a status, the
+//     final delete) is made again every Timing.StatusInterval until it
+//     is taken, as the kubelet's status manager syncs again, so a pod
+//     never stays Running for good because one request failed;
 //   - a reboot stops heartbeats at once, kills running containers, halts
 //     the kernel (every module is gone), and after the downtime boots with a
 //     new boot ID; at startup it finds the Node's old bootID and records a

@@ -817,3 +817,81 @@ func TestStatusReadsFromNodeReader(t *testing.T) {
 		t.Error("no read from the NodeReader in two status intervals")
 	}
 }
+
+// TestUnitFailedPodWritesMadeAgain: a pod write the API server did not
+// take (a request cut off by a paused VM, a timeout) is made again a
+// status interval later, as the kubelet's status manager syncs it again,
+// without waiting for a pod event that may never come. A dropped
+// terminal status would leave a worker Running for good, and its
+// operator would never record the load.
+func TestUnitFailedPodWritesMadeAgain(t *testing.T) {
+	plain := func(deleting bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default", UID: "uid-app"},
+			Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app", Image: "example.invalid/app"}}}}
+		if deleting {
+			p.DeletionTimestamp = ptr.To(metav1.NewTime(unitStart))
+		}
+		return p
+	}
+	send := func(u *unitKubelet, p *corev1.Pod) {
+		created, err := u.client.CoreV1().Pods("default").Create(context.Background(), p, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.pods.send(created)
+	}
+	gone := func(u *unitKubelet, name string) bool {
+		_, err := u.client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}
+	phase := func(name string, want corev1.PodPhase) func(*unitKubelet) bool {
+		return func(u *unitKubelet) bool { return u.pod(name).Status.Phase == want }
+	}
+	for _, tt := range []struct {
+		name string
+		// verb and contains pick the write to fail once.
+		verb, contains string
+		// start sets the write off; the test then waits for its failure.
+		start func(*unitKubelet)
+		// before holds after the failure, done once the write is made.
+		before, done func(*unitKubelet) bool
+	}{
+		{name: "terminal status of a worker", verb: "patch", contains: string(corev1.PodSucceeded),
+			start: func(u *unitKubelet) {
+				u.startWorker("w")
+				u.settle(3)
+				u.step(time.Second, 3) // Running; + the action latency
+				u.clock.Step(2 * time.Second)
+			},
+			before: phase("w", corev1.PodRunning), done: phase("w", corev1.PodSucceeded)},
+		{name: "rejection of a pod that is not a worker", verb: "patch", contains: fakes.SimulatedNodeReason,
+			start:  func(u *unitKubelet) { send(u, plain(false)) },
+			before: phase("app", ""), done: phase("app", corev1.PodFailed)},
+		{name: "deletion of a stopped pod", verb: "delete",
+			start:  func(u *unitKubelet) { send(u, plain(true)) },
+			before: func(u *unitKubelet) bool { return !gone(u, "app") }, done: func(u *unitKubelet) bool { return gone(u, "app") }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			u := startUnit(t)
+			var failed atomic.Int64
+			u.client.PrependReactor(tt.verb, "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				if pa, ok := a.(k8stesting.PatchAction); ok && !strings.Contains(string(pa.GetPatch()), tt.contains) {
+					return false, nil, nil
+				}
+				if failed.CompareAndSwap(0, 1) {
+					return true, nil, fmt.Errorf("http2: client connection lost")
+				}
+				return false, nil, nil
+			})
+			tt.start(u)
+			u.waitFor("the write to fail", func() bool { return failed.Load() == 1 })
+			u.waitFor("a retry timer beside the lease and status timers (else the failed write is dropped)",
+				func() bool { return u.clock.Waiters() == 3 })
+			if !tt.before(u) {
+				t.Fatal("the pod shows what the failed write wanted before any write was made again")
+			}
+			u.clock.Step(unitTiming().StatusInterval)
+			u.waitFor("the write made again a status interval later", func() bool { return tt.done(u) })
+		})
+	}
+}

@@ -163,18 +163,38 @@ func (r *podRunner) syncLocked(ctx context.Context, wg *sync.WaitGroup) {
 // finishDeletion stops the pod's containers (already done) and removes
 // the pod object with grace period 0, as the kubelet does once a pod being
 // deleted has stopped. Finalizers, if any, keep the object until their
-// owners remove them.
+// owners remove them. A delete the API server did not take is made again
+// (retryWrite).
 func (r *podRunner) finishDeletion(ctx context.Context, pod *corev1.Pod) {
-	if err := r.link.wait(ctx); err != nil {
-		return
-	}
-	err := r.cfg.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
-		GracePeriodSeconds: ptr.To[int64](0), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && ctx.Err() == nil {
-		r.log.Error(err, "delete pod", "pod", pod.Namespace+"/"+pod.Name)
-		r.mu.Lock()
-		delete(r.deleting, pod.UID) // try again on the next sync
-		r.mu.Unlock()
+	r.retryWrite(ctx, "delete pod", pod, func() error {
+		err := r.cfg.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+			GracePeriodSeconds: ptr.To[int64](0), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return nil // gone, or another pod of the name
+		}
+		return err
+	})
+}
+
+// retryWrite makes write until it succeeds or ctx (the kubelet's
+// lifetime, or the pod's worker) ends, waiting for the link to the API
+// server before each try and a status interval after a failed one, as the
+// kubelet's status manager syncs again what the API server did not take.
+// Relying on the next pod event instead would lose the write when none
+// comes: a pod would stay Running, or being deleted, for good.
+func (r *podRunner) retryWrite(ctx context.Context, what string, pod *corev1.Pod, write func() error) {
+	for {
+		if err := r.link.wait(ctx); err != nil {
+			return
+		}
+		err := write()
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		r.log.Error(err, what, "pod", pod.Namespace+"/"+pod.Name, "retryIn", r.cfg.Timing.StatusInterval)
+		if !r.sleep(ctx, r.cfg.Timing.StatusInterval) {
+			return
+		}
 	}
 }
 
@@ -246,8 +266,13 @@ func (r *podRunner) runPod(ctx context.Context, pod *corev1.Pod) {
 			more = p.finish(c)
 		case c.exitCode == 0 || p.policy == corev1.RestartPolicyNever:
 			// Terminal, even if it finished in an earlier boot: the
-			// runtime keeps exited containers across reboots.
-			p.post(c)
+			// runtime keeps exited containers across reboots. The
+			// terminal status is posted until the API server takes it
+			// (retryWrite): dropped, it would leave the pod Running for
+			// good (a write cut off by a paused VM, a timed-out request).
+			p.r.retryWrite(p.ctx, "post pod status", p.pod, func() error {
+				return p.r.postPodStatus(p.ctx, p.pod, c, p.isWorker)
+			})
 			more = false
 		default:
 			more = p.backOff(c, boot)
@@ -364,27 +389,25 @@ const SimulatedNodeReason = "SimulatedNode"
 // reject fails a pod that is not a worker, as a real kubelet fails a pod
 // its admission rejects: phase Failed, reason SimulatedNodeReason and a
 // message that says the node is simulated. Reporting it Running would
-// tell its owner something that is not so. A failed post is made again
-// at the next pod sync.
+// tell its owner something that is not so. A post the API server did not
+// take is made again (retryWrite).
 func (r *podRunner) reject(ctx context.Context, pod *corev1.Pod) {
-	if err := r.link.wait(ctx); err != nil {
-		return
-	}
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{
 		"phase": corev1.PodFailed, "reason": SimulatedNodeReason,
 		"message": fmt.Sprintf("node %s is simulated by bootproof: it runs no containers, only KMM worker pods (label %s)",
 			r.cfg.NodeName, contract.WorkerActionLabel),
 	}})
-	if err == nil {
-		_, err = r.cfg.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
-	}
-	if err == nil || apierrors.IsNotFound(err) || ctx.Err() != nil {
+	if err != nil {
+		r.log.Error(err, "fail pod on a simulated node", "pod", pod.Namespace+"/"+pod.Name)
 		return
 	}
-	r.log.Error(err, "fail pod on a simulated node", "pod", pod.Namespace+"/"+pod.Name)
-	r.mu.Lock()
-	delete(r.workers, pod.UID)
-	r.mu.Unlock()
+	r.retryWrite(ctx, "fail pod on a simulated node", pod, func() error {
+		_, err := r.cfg.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
 }
 
 // doAction applies a worker pod's action to the kernel.
