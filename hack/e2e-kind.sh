@@ -1,18 +1,28 @@
 #!/usr/bin/env bash
 # 'make e2e-kind': the catalog on a kind cluster whose own
 # kube-controller-manager judges the simulated nodes' heartbeats.
-#   hack/e2e-kind.sh NODE_IMAGE PARALLEL REPORT_DIR BIN_DIR
+#   hack/e2e-kind.sh NODE_IMAGE PARALLEL REPORT_DIR BIN_DIR [MODE]
 # NODE_IMAGE: local (built here by hack/kind-image.sh, no registry needed),
 # published (kind's own, pinned by digest), or an image name.
-# Subjects: bootproof's reconciler in-process (bootid, legacy), as a process
+# Subjects: bootproof's reconciler as a process
 # (examples/subjects/bootproof-*.yaml) and as a Deployment built into an image
-# here and loaded into the cluster (examples/subjects/bootproof-*-deployment.yaml).
-# The Deployment must be observed to do what the process does, scenario by
-# scenario. JUnit: _output/junit-kind.xml.
+# here and loaded into the cluster (examples/subjects/bootproof-*-deployment.yaml);
+# with MODE full (the default) also in-process (bootid, legacy). MODE ci
+# leaves the in-process columns out: the same reconciler in-process is
+# judged on the embedded cluster ('make test'), and on kind what differs is
+# the process and the Deployment. The Deployment must be observed to do what
+# the process does, scenario by scenario. JUnit: _output/junit-kind.xml.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-choice="$1" parallel="$2" report_dir="$3" bin_dir="$4"
+choice="$1" parallel="$2" report_dir="$3" bin_dir="$4" mode="${5:-full}"
 start=$SECONDS
+in_process=()
+case "$mode" in
+  full) in_process=(--subject bootid --subject legacy) ;;
+  ci) ;;
+  *) echo "e2e-kind: mode $mode: accepted: full (in-process, process and Deployment columns) or ci (process and Deployment)" >&2; exit 2 ;;
+esac
+echo "e2e-kind: mode $mode: subject columns: ${in_process[*]:+bootid, legacy (in-process), }bootproof-bootid, bootproof-legacy (processes), bootproof-bootid-deployment, bootproof-legacy-deployment"
 image_flag=()
 case "$choice" in
   local)
@@ -24,7 +34,7 @@ esac
 "$bin_dir/bootproof" kind build-operator-image --out "$bin_dir/bootproof-operator.tar" || exit 2
 "$bin_dir/bootproof" run --cluster kind --nodes fake "${image_flag[@]}" \
   --kind-load-image-archive "$bin_dir/bootproof-operator.tar" \
-  --subject bootid --subject legacy \
+  "${in_process[@]}" \
   --subject-file examples/subjects/bootproof-bootid.yaml --subject-file examples/subjects/bootproof-legacy.yaml \
   --subject-file examples/subjects/bootproof-bootid-deployment.yaml --subject-file examples/subjects/bootproof-legacy-deployment.yaml \
   --parallel "$parallel" --report-dir "$report_dir"

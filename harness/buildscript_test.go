@@ -56,6 +56,14 @@ func newBuildEnv(t *testing.T) *buildEnv {
 			t.Fatal(err)
 		}
 	}
+	// build.sh runs its sibling's ../gobuild.sh, as in tools/.
+	gobuild, err := os.ReadFile("../tools/gobuild.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "gobuild.sh"), gobuild, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	stubDir := filepath.Join(root, "stub")
 	if err := os.MkdirAll(stubDir, 0o755); err != nil {
 		t.Fatal(err)
@@ -170,5 +178,5 @@ func TestControlPlaneBuildScript(t *testing.T) {
 	if err != nil {
 		t.Fatalf("build on a terminal: %v\n%s", err, tty)
 	}
-	wantLines(t, "build on a terminal", string(tty), "\r\033[2K  etcd", "] 100% 5/5 packages", "[1/3] etcd: built in ")
+	wantLines(t, "build on a terminal", string(tty), "\r\033[2K  controlplane: [1/3] etcd [", "] 100% 5/5 packages", "[1/3] etcd: built in ")
 }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/bootproof/bootproof/harness/kindhost"
+	"github.com/bootproof/bootproof/harness/kindimage"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -45,8 +46,27 @@ func TestKindClusterConfigGolden(t *testing.T) {
 	if err := yaml.UnmarshalStrict(got, &kc); err != nil {
 		t.Errorf("kind v1alpha4 rejects the config: %v", err)
 	}
-	if len(kc.Nodes) != 1 || kc.Nodes[0].Role != v1alpha4.ControlPlaneRole || len(kc.KubeadmConfigPatches) != 1 {
-		t.Errorf("decoded config: %+v", kc)
+	if len(kc.Nodes) != 1 || kc.Nodes[0].Role != v1alpha4.ControlPlaneRole || len(kc.KubeadmConfigPatches) != 2 {
+		t.Fatalf("decoded config: %+v", kc)
+	}
+	// kubeadm init skips kind's preflight and the addons the node image
+	// leaves out (a merge patch replaces kind's list whole).
+	var initCfg struct {
+		Kind       string   `json:"kind"`
+		SkipPhases []string `json:"skipPhases"`
+	}
+	if err := yaml.UnmarshalStrict([]byte(kc.KubeadmConfigPatches[1]), &initCfg); err != nil {
+		t.Fatal(err)
+	}
+	wantPhases := []string{"preflight"}
+	for repo, phase := range kindimage.SkippedAddons {
+		wantPhases = append(wantPhases, phase)
+		if repo != "coredns" || phase != "addon/coredns" {
+			t.Errorf("skipped addon %s (%s): this test knows only coredns", repo, phase)
+		}
+	}
+	if initCfg.Kind != "InitConfiguration" || !slices.Equal(initCfg.SkipPhases, wantPhases) {
+		t.Errorf("init patch %+v, want InitConfiguration skipping %v", initCfg, wantPhases)
 	}
 	for _, s := range []string{"name: node-monitor-grace-period", "value: 10s", "name: node-monitor-period", "value: 1s", "kind: ClusterConfiguration", DefaultKindImage} {
 		if !strings.Contains(string(got), s) {
@@ -64,11 +84,11 @@ func TestKindClusterConfigGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	kc = v1alpha4.Cluster{}
-	if err := yaml.UnmarshalStrict(got, &kc); err != nil || len(kc.KubeadmConfigPatches) != 2 {
+	if err := yaml.UnmarshalStrict(got, &kc); err != nil || len(kc.KubeadmConfigPatches) != 3 {
 		t.Fatalf("cgroup v1 config: %v\n%s", err, got)
 	}
 	var kubelet map[string]any
-	if err := yaml.Unmarshal([]byte(kc.KubeadmConfigPatches[1]), &kubelet); err != nil {
+	if err := yaml.Unmarshal([]byte(kc.KubeadmConfigPatches[2]), &kubelet); err != nil {
 		t.Fatal(err)
 	}
 	if kubelet["kind"] != "KubeletConfiguration" || kubelet["apiVersion"] != "kubelet.config.k8s.io/v1beta1" || kubelet["failCgroupV1"] != false {

@@ -19,7 +19,7 @@ var (
 	NodeBinaries = []string{"kubelet", "kubeadm", "kubectl", "containerd", "ctr", "containerd-shim-runc-v2", "runc", "crictl",
 		"host-local", "loopback", "ptp", "portmap"}
 	// ImageBinaries go into the control-plane images.
-	ImageBinaries = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "etcd", "coredns", "pause"}
+	ImageBinaries = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "etcd", "pause"}
 )
 
 // Debian packages of the node (kind's base image list, without the

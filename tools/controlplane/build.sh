@@ -11,17 +11,19 @@
 # It says what it builds and how long each took. While Go compiles, a
 # progress bar (packages compiled of those the binary needs) is drawn where
 # stdout is a terminal, and a line is printed every PROGRESS_EVERY seconds
-# (default 60) elsewhere. A first build takes about 11 minutes on 2 cores.
+# (default 60) elsewhere (tools/gobuild.sh). A first build takes about 11
+# minutes on 2 cores.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 bin_dir="$(mkdir -p "${BIN_DIR:-$here/../../bin}" && cd "${BIN_DIR:-$here/../../bin}" && pwd)"
 k8s_version="$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' "$here/kube/go.mod")"
 minor="$(echo "$k8s_version" | cut -d. -f2)"
-ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$k8s_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
-every="${PROGRESS_EVERY:-60}"
-tty=0
-[ -t 1 ] && tty=1
+# The same flags as the kind node image's Kubernetes binaries
+# (tools/kindnode/build.sh copies this script's kube-apiserver and
+# kube-controller-manager and builds the rest with them: --kube-ldflags).
+ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$k8s_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/client-go/pkg/version.gitVersion=$k8s_version"
+if [ "${1:-}" = --kube-ldflags ]; then echo "$ldflags"; exit 0; fi
 
 # name module package: the binaries, in build order.
 components=(
@@ -46,53 +48,12 @@ current() {
   [ -x "$bin_dir/$1" ] && [ "$(cat "$bin_dir/.$1.stamp" 2>/dev/null)" = "$(stamp "$2" "$3")" ]
 }
 
-# bar COMPILED TOTAL NAME START: redraws the progress bar on the terminal.
-bar() {
-  local n=$1 total=$2 name=$3 start=$4 width=30 filled pct
-  if ((total < 1)); then total=1; fi
-  if ((n > total)); then n=$total; fi
-  filled=$((n * width / total))
-  pct=$((n * 100 / total))
-  printf '\r\033[2K  %-24s [%s%s] %3d%% %d/%d packages, %s' "$name" \
-    "$(printf '%*s' "$filled" '' | tr ' ' '#')" "$(printf '%*s' "$((width - filled))" '' | tr ' ' '.')" \
-    "$pct" "$n" "$total" "$(duration $((SECONDS - start)))"
-}
-
-# build INDEX NAME MODULE PACKAGE: compiles one binary with progress.
+# build INDEX NAME MODULE PACKAGE: compiles one binary with progress
+# (tools/gobuild.sh) and stamps it.
 build() {
-  local i=$1 name=$2 mod=$3 pkg=$4 start=$SECONDS total compiled=0 last=$SECONDS line status=0 tag
-  local -a other=()
-  tag="controlplane: [$i/${#components[@]}] $name"
-  echo "$tag: resolving the packages of $pkg (downloads the pinned modules the first time)"
-  total="$(cd "$here/$mod" && CGO_ENABLED=0 go list -deps "$pkg" | wc -l)"
-  echo "$tag: building $pkg ($total packages)"
-  # go build -v names each package as it compiles it (cached ones are not
-  # named): that is the progress. Every other line is kept for an error.
-  while :; do
-    if IFS= read -r -t 1 line; then
-      case "$line" in
-        "__exit "*) status="${line#__exit }"; break ;;
-        *[[:space:]]* | "#"* | "") other+=("$line") ;;
-        *) compiled=$((compiled + 1)) ;;
-      esac
-    elif [ $? -le 128 ]; then
-      break # end of input
-    fi
-    if [ "$tty" = 1 ]; then
-      bar "$compiled" "$total" "$name" "$start"
-    elif ((SECONDS - last >= every)); then
-      echo "$tag: still building, $(duration $((SECONDS - start))) so far; $compiled of its $total packages compiled (cached ones are not counted)"
-      last=$SECONDS
-    fi
-  done < <( (cd "$here/$mod" && CGO_ENABLED=0 go build -v -trimpath -ldflags "$ldflags" -o "$bin_dir/$name" "$pkg" 2>&1) && echo "__exit 0" || echo "__exit $?")
-  if [ "$tty" = 1 ]; then printf '\r\033[2K'; fi
-  if [ "$status" != 0 ]; then
-    if [ ${#other[@]} -gt 0 ]; then printf '%s\n' "${other[@]}" >&2; fi
-    echo "$tag: go build failed (exit $status) after $(duration $((SECONDS - start)))" >&2
-    exit "$status"
-  fi
+  local i=$1 name=$2 mod=$3 pkg=$4
+  (cd "$here/$mod" && CGO_ENABLED=0 "$here/../gobuild.sh" "controlplane: [$i/${#components[@]}] $name" "$bin_dir/$name" "$pkg" -trimpath -ldflags "$ldflags") || exit $?
   stamp "$mod" "$pkg" >"$bin_dir/.$name.stamp"
-  echo "$tag: built in $(duration $((SECONDS - start))) ($compiled packages compiled, the rest from Go's build cache)"
 }
 
 todo=()

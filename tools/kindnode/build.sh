@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # Builds every binary of bootproof's kind node image into BIN_DIR/kindnode
 # (default bin/kindnode), statically linked, from the pins under tools/:
-#   tools/controlplane/kube  kube-apiserver, kube-controller-manager,
+#   tools/controlplane/kube  kube-apiserver and kube-controller-manager: the
+#                            embedded plane's own binaries (tools/controlplane/build.sh,
+#                            same pins, same flags), copied, not built again;
 #                            kube-scheduler, kube-proxy, kubelet, kubeadm, kubectl
-#   tools/kindnode/etcd      etcd (the version kubeadm asks for)
-#   tools/kindnode/coredns   coredns
+#   tools/kindnode/etcd      etcd (the version kubeadm asks for, 3.7; the plane's
+#                            is 3.6, so it is built here)
 #   tools/kindnode/containerd containerd, ctr, containerd-shim-runc-v2
 #   tools/kindnode/runc      runc (cgo, static, with seccomp: needs gcc and libseccomp-dev)
 #   tools/kindnode/cni       host-local, loopback, ptp, portmap
 #   tools/kindnode/crictl    crictl
 #   k8s.io/kubernetes's build/pause/linux/pause.c   pause (gcc -static)
-# Each group is rebuilt only when its pins (go.mod, go.sum) or this script
-# change; each says what it builds and how long it took.
+# CoreDNS is not built: bootproof's kind clusters skip kubeadm's CoreDNS
+# addon (harness/kindimage.SkippedAddons). Each group is rebuilt only when
+# its pins (go.mod, go.sum) or this script change; each says what it builds
+# and how long it took.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 tools="$(cd "$here/.." && pwd)"
@@ -20,10 +24,9 @@ mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 kube="$tools/controlplane/kube"
 k8s_version="$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' "$kube/go.mod")"
-minor="$(echo "$k8s_version" | cut -d. -f2)"
 export CGO_ENABLED=0
 
-stamp() { cat "$1/go.mod" "$1/go.sum" "${BASH_SOURCE[0]}" | sha256sum | cut -d' ' -f1; }
+stamp() { cat "$1/go.mod" "$1/go.sum" "${BASH_SOURCE[0]}" "$tools/controlplane/build.sh" | sha256sum | cut -d' ' -f1; }
 
 # group NAME MODULE_DIR "BINARIES" COMMAND...: run COMMAND in MODULE_DIR
 # unless the stamp is current and every binary is there.
@@ -44,17 +47,20 @@ group() {
   echo "kindnode: built $name in $((SECONDS - start))s"
 }
 
-kube_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$k8s_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/client-go/pkg/version.gitVersion=$k8s_version"
-group kube "$kube" "kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubeadm kubectl" \
+# The plane's kube-apiserver and kube-controller-manager, built (or found
+# cached) by its own script from the same module with the same flags, are
+# the image's: copying them saves two of the largest links.
+plane_bin="$(cd "${BIN_DIR:-$tools/../bin}" && pwd)"
+BIN_DIR="$plane_bin" "$tools/controlplane/build.sh"
+for b in kube-apiserver kube-controller-manager; do cp -p "$plane_bin/$b" "$out/$b"; done
+kube_ldflags="$(BIN_DIR="$plane_bin" "$tools/controlplane/build.sh" --kube-ldflags)"
+group kube "$kube" "kube-scheduler kube-proxy kubelet kubeadm kubectl" \
   go build -trimpath -ldflags "$kube_ldflags" -o "$out/" \
-    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-proxy \
     k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubeadm k8s.io/kubernetes/cmd/kubectl
 
 etcd_version="$(awk '$1 == "require" && $2 == "go.etcd.io/etcd/server/v3" {print $3}' "$here/etcd/go.mod")"
 group etcd "$here/etcd" "etcd" go build -trimpath -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3
-
-group coredns "$here/coredns" "coredns" go build -trimpath -ldflags "-s -w" -o "$out/coredns" github.com/coredns/coredns
 
 containerd_version="$(awk '$1 == "require" && $2 == "github.com/containerd/containerd/v2" {print $3}' "$here/containerd/go.mod")"
 group containerd "$here/containerd" "containerd ctr containerd-shim-runc-v2" \
