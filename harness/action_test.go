@@ -309,3 +309,74 @@ func inOrder(got, want []string) bool {
 	}
 	return i == len(want)
 }
+
+// TestCheckResultsScript runs hack/check-results.sh, which the action's
+// self-test (.github/workflows/action.yaml) runs on the report's
+// results.json: it passes only when the run judged exactly the cases
+// expected, with the verdicts expected, and says what differs.
+func TestCheckResultsScript(t *testing.T) {
+	if _, err := exec.LookPath("jq"); err != nil {
+		t.Skip("hack/check-results.sh needs jq (preinstalled on GitHub's runners)")
+	}
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	caseJSON := func(scenario, observed, verdict string) string {
+		return `{"scenario": "` + scenario + `", "subject": "bootproof-bootid", "cluster": "embedded", "nodes": "fake", "expected": "pass", "observed": "` +
+			observed + `", "verdict": "` + verdict + `", "message": "` + verdict + ` here", "assertions": [], "reboots": []}`
+	}
+	three := write("three.json", `{"environment": {"grace_period": "10s"}, "cases": [`+caseJSON("fast-reboot-0.5g", "pass", "pass")+", "+
+		caseJSON("double-reboot", "pass", "pass")+", "+caseJSON("reboot-after-load-before-sync", "pass", "pass")+"]}")
+	failed := write("failed.json", `{"cases": [`+caseJSON("fast-reboot-0.5g", "pass", "pass")+", "+caseJSON("double-reboot", "fail", "fail")+", "+
+		caseJSON("reboot-after-load-before-sync", "error", "error")+"]}")
+	empty := write("empty.json", `{"cases": []}`)
+	notResults := write("junit.json", `{"testsuites": []}`)
+	selfTest := []string{"cases=3", "pass=3", "fail=0", "error=0", "skipped=0",
+		"scenarios=fast-reboot-0.5g,double-reboot,reboot-after-load-before-sync", "subjects=bootproof-bootid"}
+	script, err := filepath.Abs("../hack/check-results.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		out  []string
+	}{
+		{"as the self-test expects", append([]string{three}, selfTest...), 0, []string{"3 cases, as expected"}},
+		{"scenarios in another order", []string{three, "scenarios=reboot-after-load-before-sync,double-reboot,fast-reboot-0.5g"}, 0, nil},
+		{"a failed and an error verdict", append([]string{failed}, selfTest...), 1,
+			[]string{"pass: 1, want 3", "fail: 1, want 0", "error: 1, want 0", "double-reboot, bootproof-bootid: pass -> fail, fail; fail here"}},
+		{"no case ran", append([]string{empty}, selfTest...), 1, []string{"cases: 0, want 3", "pass: 0, want 3", "scenarios: , want"}},
+		{"other scenarios", []string{three, "scenarios=fast-reboot-0.5g"}, 1, []string{"scenarios: double-reboot,fast-reboot-0.5g,reboot-after-load-before-sync, want fast-reboot-0.5g"}},
+		{"other subjects", []string{three, "subjects=bootproof-legacy"}, 1, []string{"subjects: bootproof-bootid, want bootproof-legacy"}},
+		{"no results.json", []string{filepath.Join(dir, "missing.json"), "cases=3"}, 2, []string{"no such file"}},
+		{"not a results.json", []string{notResults, "cases=3"}, 2, []string{"not a results.json"}},
+		{"unknown expectation", []string{three, "passed=3"}, 2, []string{"usage:"}},
+		{"not a count", []string{three, "cases=three"}, 2, []string{"usage:"}},
+		{"no arguments", nil, 2, []string{"usage:"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := exec.Command("bash", append([]string{script}, tc.args...)...).CombinedOutput()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\n%s", code, tc.code, out)
+			}
+			for _, w := range tc.out {
+				if !strings.Contains(string(out), w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}

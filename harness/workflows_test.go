@@ -2,6 +2,7 @@ package harness
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -80,5 +81,83 @@ func walk(v any, f func(key, value string)) {
 		for _, c := range x {
 			walk(c, f)
 		}
+	}
+}
+
+// stubID and stubSudo stand in for id and sudo in TestAsRootScript: id
+// says STUB_UID; sudo records its arguments, refuses -n without
+// STUB_SUDO_OK, and runs what it is given.
+const (
+	stubID   = "#!/usr/bin/env bash\necho \"${STUB_UID:-0}\"\n"
+	stubSudo = `#!/usr/bin/env bash
+printf '%s\n' "$*" >> "$STUB_LOG"
+if [ "$1" = -n ]; then [ -n "${STUB_SUDO_OK:-}" ]; exit; fi
+[ "$1" = chown ] && exit 0
+shift; exec "$@"
+`
+)
+
+// TestAsRootScript runs hack/as-root.sh, which the workflows and the setup
+// action use for root: it runs the command directly as root, through sudo
+// with the environment and PATH otherwise, says how to fix a runner
+// without passwordless sudo, and gives paths root wrote back to the user.
+func TestAsRootScript(t *testing.T) {
+	stubs := t.TempDir()
+	for name, body := range map[string]string{"id": stubID, "sudo": stubSudo} {
+		if err := os.WriteFile(filepath.Join(stubs, name), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script, err := filepath.Abs("../hack/as-root.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	if err := os.Mkdir(filepath.Join(work, "_output"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := stubs + ":" + os.Getenv("PATH")
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		code int
+		out  string
+		sudo []string // sudo's calls, in order
+	}{
+		{"root", []string{"STUB_UID=0"}, []string{"echo", "ran"}, 0, "ran", nil},
+		{"user with sudo", []string{"STUB_UID=1000", "STUB_SUDO_OK=1"}, []string{"echo", "ran"}, 0, "ran",
+			[]string{"-n true", "-E env PATH=" + path + " echo ran"}},
+		{"user without sudo", []string{"STUB_UID=1000"}, []string{"echo", "ran"}, 2, "echo needs root: run the runner as root or give its user passwordless sudo",
+			[]string{"-n true"}},
+		{"give back as a user", []string{"STUB_UID=1000"}, []string{"--give-back", "_output", "missing", "."}, 0, "",
+			[]string{"chown -R 1000:1000 _output ."}},
+		{"give back as root", []string{"STUB_UID=0"}, []string{"--give-back", "_output"}, 0, "", nil},
+		{"no command", nil, nil, 2, "usage:", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log := filepath.Join(t.TempDir(), "sudo.log")
+			c := exec.Command("bash", append([]string{script}, tc.args...)...)
+			c.Dir = work
+			c.Env = append(os.Environ(), append([]string{"PATH=" + path, "STUB_LOG=" + log}, tc.env...)...)
+			out, err := c.CombinedOutput()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.code || !strings.Contains(string(out), tc.out) {
+				t.Errorf("exit %d, output %q; want exit %d and %q", code, out, tc.code, tc.out)
+			}
+			data, _ := os.ReadFile(log)
+			var calls []string
+			if s := strings.TrimSpace(string(data)); s != "" {
+				calls = strings.Split(s, "\n")
+			}
+			if strings.Join(calls, "|") != strings.Join(tc.sudo, "|") {
+				t.Errorf("sudo %q, want %q", calls, tc.sudo)
+			}
+		})
 	}
 }
