@@ -103,7 +103,7 @@ lint: ## gofmt and go vet.
 	$(GO) vet ./...
 
 .PHONY: verify
-verify: lint ## lint, golangci-lint (.golangci.yaml: linters, function length, dependency directions), generated files current, workflows pass actionlint.
+verify: lint ## lint, golangci-lint (.golangci.yaml: linters, function length, dependency directions), generated files current, workflows pass actionlint and their expressions evaluate as tools/workflowcheck's tables say.
 	@BIN_DIR=$(BIN_DIR) tools/build.sh golangci golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 	@if pkg-config --exists libvirt 2>/dev/null; then tags=libvirt; else tags=; \
 	  echo "verify: libvirt-dev is missing, so the files behind the libvirt build tag are not linted ('make deps-libvirt' installs it; .ci/run does first)"; fi; \
@@ -111,6 +111,8 @@ verify: lint ## lint, golangci-lint (.golangci.yaml: linters, function length, d
 	@BIN_DIR=$(BIN_DIR) hack/generate.sh --verify
 	@BIN_DIR=$(BIN_DIR) tools/build.sh actionlint actionlint github.com/rhysd/actionlint/cmd/actionlint
 	$(BIN_DIR)/actionlint .github/workflows/*.yaml
+	@echo "workflow expressions evaluated for push, pull_request, schedule and workflow_dispatch (tools/workflowcheck)"
+	@cd tools/workflowcheck && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 .PHONY: generate
 generate: ## Regenerate kmm's deepcopy code and CRD YAML with the controller-gen pinned in tools/controllertools.
