@@ -14,6 +14,32 @@ import (
 // DefaultDebianKernelPackage is the metapackage of Debian's amd64 kernel.
 const DefaultDebianKernelPackage = "linux-image-amd64"
 
+// DefaultUbuntuKernelPackage is the metapackage of Ubuntu's kernel, which
+// has no linux-image-amd64 (GitHub's hosted runners are Ubuntu).
+const DefaultUbuntuKernelPackage = "linux-image-generic"
+
+// DefaultKernelPackage is the kernel metapackage of the distribution
+// /etc/os-release names (KernelPackageFor).
+func DefaultKernelPackage() string {
+	data, _ := os.ReadFile("/etc/os-release")
+	return KernelPackageFor(string(data))
+}
+
+// KernelPackageFor picks the kernel metapackage for an os-release file's
+// content: Ubuntu's (ID or ID_LIKE ubuntu) or else Debian's.
+func KernelPackageFor(osRelease string) string {
+	for _, line := range strings.Split(osRelease, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
+		if !ok || (k != "ID" && k != "ID_LIKE") {
+			continue
+		}
+		if slices.Contains(strings.Fields(strings.Trim(v, `"'`)), "ubuntu") {
+			return DefaultUbuntuKernelPackage
+		}
+	}
+	return DefaultDebianKernelPackage
+}
+
 // ParseAptDepends picks the kernel package a metapackage depends on from
 // `apt-cache depends <meta>` output: the first "Depends: linux-image-..."
 // line.
@@ -53,13 +79,13 @@ func ParseAptModuleDepends(out string) []string {
 }
 
 // FetchDebianKernel downloads the kernel package behind meta (Debian's
-// linux-image-amd64, Ubuntu's linux-image-generic) and the linux-modules-*
-// packages it depends on (Ubuntu) with apt-get into cacheDir/<package>,
-// unpacks them with dpkg-deb and runs depmod -b, once: a complete tree is
-// reused.
+// linux-image-amd64, Ubuntu's linux-image-generic; empty: this host's
+// distribution's, DefaultKernelPackage) and the linux-modules-* packages it
+// depends on (Ubuntu) with apt-get into cacheDir/<package>, unpacks them
+// with dpkg-deb and runs depmod -b, once: a complete tree is reused.
 func FetchDebianKernel(ctx context.Context, cacheDir, meta string) (KernelTree, error) {
 	if meta == "" {
-		meta = DefaultDebianKernelPackage
+		meta = DefaultKernelPackage()
 	}
 	out, err := run(ctx, "", "apt-cache", "depends", meta)
 	if err != nil {

@@ -49,3 +49,19 @@ func TestParseAptModuleDepends(t *testing.T) {
 		})
 	}
 }
+
+// TestKernelPackageFor: Ubuntu (GitHub's hosted runners) has no
+// linux-image-amd64, so the default follows /etc/os-release.
+func TestKernelPackageFor(t *testing.T) {
+	for _, tc := range []struct{ name, osRelease, want string }{
+		{"debian", "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nID=debian\n", DefaultDebianKernelPackage},
+		{"ubuntu", "NAME=\"Ubuntu\"\nID=ubuntu\nID_LIKE=debian\n", DefaultUbuntuKernelPackage},
+		{"ubuntu derivative", "ID=pop\nID_LIKE=\"ubuntu debian\"\n", DefaultUbuntuKernelPackage},
+		{"no file", "", DefaultDebianKernelPackage},
+		{"ubuntu only in a name", "NAME=\"not-ubuntu\"\nID=debian\n", DefaultDebianKernelPackage},
+	} {
+		if got := KernelPackageFor(tc.osRelease); got != tc.want {
+			t.Errorf("%s: KernelPackageFor = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -28,7 +28,8 @@ type LibvirtConfig struct {
 	// lib/modules/<v> with modules.dep); empty: download KernelPackage.
 	KernelDir string
 	// KernelPackage is the Debian/Ubuntu kernel package downloaded into
-	// CacheDir when KernelDir is empty; default linux-image-amd64.
+	// CacheDir when KernelDir is empty; default the host distribution's
+	// (linux-image-amd64 on Debian, linux-image-generic on Ubuntu).
 	KernelPackage string
 	// Modules go into the image with their dependencies; nil means
 	// vmprovision.DefaultImageModules.

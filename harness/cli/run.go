@@ -480,6 +480,6 @@ func addVMFlags(f *pflag.FlagSet, c *backend.LibvirtConfig) {
 func addImageFlags(f *pflag.FlagSet, c *backend.LibvirtConfig, prefix string) {
 	f.StringVar(&c.Agent, "agent", "", prefix+"the static bootproof-agent binary (default: bootproof-agent next to this executable)")
 	f.StringVar(&c.KernelDir, "kernel-dir", "", prefix+"an unpacked kernel tree (boot/vmlinuz-<version>, lib/modules/<version> with modules.dep); default: download --kernel-package")
-	f.StringVar(&c.KernelPackage, "kernel-package", "", prefix+"the Debian/Ubuntu kernel package to download into the cache (default linux-image-amd64)")
+	f.StringVar(&c.KernelPackage, "kernel-package", "", prefix+"the Debian/Ubuntu kernel package to download into the cache (default: linux-image-amd64 on Debian, linux-image-generic on Ubuntu)")
 	f.StringVar(&c.CacheDir, "cache-dir", ".cache", prefix+"where kernels and built images are cached")
 }
