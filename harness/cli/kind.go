@@ -31,8 +31,8 @@ func newKindNodeImageCommand(s Streams) *cobra.Command {
 installed with debootstrap, kind's own entrypoint and units, the node
 binaries (kubelet, kubeadm, kubectl, containerd, runc, crictl, CNI plugins)
 and the control-plane images kubeadm asks for (apiserver, controller-manager,
-scheduler, kube-proxy, etcd, pause, CoreDNS) imported into the node's
-containerd. 'make kind-image' builds the binaries first and runs this only
+scheduler, kube-proxy, etcd, pause; not CoreDNS, whose addon bootproof's
+kind clusters skip) imported into the node's containerd. 'make kind-image' builds the binaries first and runs this only
 when the pins under tools/ changed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

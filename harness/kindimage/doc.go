@@ -8,15 +8,18 @@
 //     and containerd configuration (kindbase/, copied from the kind module).
 //   - Every binary comes from the Go module proxy at the pins under tools/
 //     (tools/kindnode/build.sh): kubelet, kubeadm, kubectl and the control
-//     plane at tools/controlplane/kube's Kubernetes version; etcd and CoreDNS
-//     at the versions kubeadm asks for; containerd, runc, crictl and the CNI
+//     plane at tools/controlplane/kube's Kubernetes version (kube-apiserver
+//     and kube-controller-manager are the embedded plane's own binaries);
+//     etcd at the version kubeadm asks for; containerd, runc, crictl and the CNI
 //     plugins at the versions kind's base image builds; pause compiled from
 //     Kubernetes' own pause.c.
 //   - The control-plane images (apiserver, controller-manager, scheduler,
-//     kube-proxy, etcd, pause, CoreDNS) are written as image archives with
+//     kube-proxy, etcd, pause) are written as image archives with
 //     go-containerregistry and imported into the node's containerd, as kind's
 //     builder does; their names are the ones 'kubeadm config images list'
 //     prints, and each image's version is checked against its binary.
+//     CoreDNS is left out with its kubeadm addon phase (SkippedAddons):
+//     nothing in a run resolves a name.
 //   - The CNI is the reference plugins kind's kindnet configures (ptp,
 //     host-local, portmap), configured by a static conflist for the pod
 //     subnet of a one-node cluster.
