@@ -46,7 +46,7 @@ for expect in "$@"; do
     scenarios | subjects)
       field="${key%s}"
       got="$(jq -r --arg f "$field" '[.cases[][$f]] | unique | join(",")' "$file")"
-      want_sorted="$(tr ',' '\n' <<<"$want" | sort -u | paste -sd, -)"
+      want_sorted="$(tr "," "\n" <<<"$want" | LC_ALL=C sort -u | paste -sd, -)"
       if [ "$got" != "$want_sorted" ]; then problems+=("$key: $got, want $want_sorted"); fi
       ;;
     *) usage ;;

@@ -13,10 +13,10 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bin_dir="${BIN_DIR:-$PWD/bin}"
 k8s_version="$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' tools/controlplane/kube/go.mod)"
-inputs=(tools/controlplane/kube/go.mod tools/controlplane/kube/go.sum tools/controlplane/build.sh tools/kindnode/build.sh hack/kind-image.sh)
+inputs=(tools/controlplane/kube/go.mod tools/controlplane/kube/go.sum tools/kindnode/build.sh hack/kind-image.sh)
 inputs+=(tools/kindnode/*/go.mod tools/kindnode/*/go.sum)
 while IFS= read -r f; do inputs+=("$f"); done < <(find harness/kindimage -type f ! -name '*_test.go' ! -path '*/testdata/*' | LC_ALL=C sort)
-stamp="$( { cat "${inputs[@]}"; grep -E '^\s*sigs.k8s.io/kind ' go.mod; } | sha256sum | cut -c1-12)"
+stamp="$( { cat "${inputs[@]}"; grep -E '^\s*sigs.k8s.io/kind ' go.mod; tools/controlplane/build.sh --kube-ldflags; } | sha256sum | cut -c1-12)"
 tag="bootproof/kind-node:${k8s_version}-${stamp}"
 if [ "${1:-}" = --tag ]; then echo "$tag"; exit 0; fi
 exec 3>&1 1>&2 # progress to stderr, the tag alone to stdout (fd 3)
@@ -33,7 +33,8 @@ echo "kind-image: building $tag (first build: about 10 minutes on 2 cores after 
 BIN_DIR="$bin_dir" tools/kindnode/build.sh
 # The builder's own bootproof, beside the node's binaries: bin/bootproof
 # may be another build (GOTAGS=libvirt) that a run elsewhere is using.
-CGO_ENABLED=0 tools/gobuild.sh "kind-image: bootproof" "$bin_dir/kindnode/bootproof" ./cmd/bootproof
+# Static and -trimpath, as 'make build' builds it: one compile for both.
+CGO_ENABLED=0 tools/gobuild.sh "kind-image: bootproof" "$bin_dir/kindnode/bootproof" ./cmd/bootproof -trimpath
 "$bin_dir/kindnode/bootproof" kind build-node-image --bin-dir "$bin_dir/kindnode" --tag "$tag"
 # Older images of this builder are superseded; their layers go with them.
 docker image ls --format '{{.Repository}}:{{.Tag}}' bootproof/kind-node | grep -vxF "$tag" | xargs -r docker rmi >/dev/null 2>&1 || true

@@ -5,7 +5,8 @@
 #   tools/gobuild.sh TAG OUT PKG [go build flags...]
 # e.g. tools/gobuild.sh bootproof bin/bootproof ./cmd/bootproof -tags libvirt
 # It runs in the current directory (the module of PKG), with the caller's
-# environment (CGO_ENABLED, GOFLAGS). It prints "TAG: building PKG (N
+# environment (CGO_ENABLED, GOFLAGS; $GO names the go command, default go).
+# It prints "TAG: building PKG (N
 # packages)", then, while Go compiles, a progress bar (packages compiled of
 # those PKG needs) where stdout is a terminal and a line every
 # PROGRESS_EVERY seconds (default 60) elsewhere, and at the end how long it
@@ -20,6 +21,7 @@ fi
 tag="$1" out="$2" pkg="$3"
 shift 3
 every="${PROGRESS_EVERY:-60}"
+go="${GO:-go}"
 tty=0
 [ -t 1 ] && tty=1
 
@@ -42,11 +44,11 @@ bar() {
 
 start=$SECONDS
 echo "$tag: resolving the packages of $pkg (downloads the pinned modules the first time)"
-total="$(go list -deps "$@" "$pkg" | wc -l)"
+total="$("$go" list -deps "$@" "$pkg" | wc -l)"
 echo "$tag: building $pkg ($total packages)"
 # go build -v names each package as it compiles it (cached ones are not
 # named): that is the progress. Every other line is kept for an error.
-compiled=0 last=$SECONDS status=0
+compiled=0 last=$SECONDS status=""
 other=()
 while :; do
   if IFS= read -r -t 1 line; then
@@ -64,8 +66,12 @@ while :; do
     echo "$tag: still building, $(duration $((SECONDS - start))) so far; $compiled of its $total packages compiled (cached ones are not counted)"
     last=$SECONDS
   fi
-done < <( (go build -v "$@" -o "$out" "$pkg" 2>&1) && echo "__exit 0" || echo "__exit $?")
+done < <( ("$go" build -v "$@" -o "$out" "$pkg" 2>&1) && echo "__exit 0" || echo "__exit $?")
 if [ "$tty" = 1 ]; then printf '\r\033[2K'; fi
+if [ -z "$status" ]; then
+  other+=("(go build ended without saying how)")
+  status=1
+fi
 if [ "$status" != 0 ]; then
   if [ ${#other[@]} -gt 0 ]; then printf '%s\n' "${other[@]}" >&2; fi
   echo "$tag: go build failed (exit $status) after $(duration $((SECONDS - start)))" >&2

@@ -14,7 +14,8 @@
 //     name, API server as the guest reaches it, PEM credentials, timing,
 //     guest.Network). The host resolves an image's modules with the same
 //     code (guest.TreeKernel).
-//   - FetchDebianKernel downloads the kernel behind linux-image-amd64 with
+//   - FetchDebianKernel downloads the kernel behind linux-image-amd64 (on
+//     Ubuntu linux-image-generic: DefaultKernelPackage) with
 //     apt-get into a cache directory, unpacks it with dpkg-deb and runs
 //     depmod -b. PlanImage/BuildImage build the main initramfs in Go
 //     (newc cpio, gzip): the agent as /init, the requested modules with

@@ -24,7 +24,10 @@ var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
 func TestKindClusterConfigGolden(t *testing.T) {
 	v1, restrict := false, false
-	got, err := KindClusterConfig(KindConfig{Name: "bootproof", GracePeriod: 10 * time.Second, MonitorPeriod: time.Second, CgroupV1: &v1, RestrictOOMScoreAdj: &restrict})
+	// bootproof's node image asks to skip the addons it lacks
+	// (kindimage.LabelSkipPhases).
+	got, err := KindClusterConfig(KindConfig{Name: "bootproof", GracePeriod: 10 * time.Second, MonitorPeriod: time.Second, CgroupV1: &v1, RestrictOOMScoreAdj: &restrict,
+		SkipPhases: kindimage.SkipPhases()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,15 +61,17 @@ func TestKindClusterConfigGolden(t *testing.T) {
 	if err := yaml.UnmarshalStrict([]byte(kc.KubeadmConfigPatches[1]), &initCfg); err != nil {
 		t.Fatal(err)
 	}
-	wantPhases := []string{"preflight"}
-	for repo, phase := range kindimage.SkippedAddons {
-		wantPhases = append(wantPhases, phase)
-		if repo != "coredns" || phase != "addon/coredns" {
-			t.Errorf("skipped addon %s (%s): this test knows only coredns", repo, phase)
-		}
-	}
-	if initCfg.Kind != "InitConfiguration" || !slices.Equal(initCfg.SkipPhases, wantPhases) {
+	if wantPhases := []string{"preflight", "addon/coredns"}; initCfg.Kind != "InitConfiguration" || !slices.Equal(initCfg.SkipPhases, wantPhases) {
 		t.Errorf("init patch %+v, want InitConfiguration skipping %v", initCfg, wantPhases)
+	}
+	// An image that asks to skip nothing (kind's published ones) keeps
+	// kind's init configuration: no patch.
+	plain, err := KindClusterConfig(KindConfig{Name: "bootproof", CgroupV1: &v1, RestrictOOMScoreAdj: &restrict})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(plain), "InitConfiguration") || strings.Contains(string(plain), "skipPhases") {
+		t.Errorf("a node image with every addon gets a skipPhases patch:\n%s", plain)
 	}
 	for _, s := range []string{"name: node-monitor-grace-period", "value: 10s", "name: node-monitor-period", "value: 1s", "kind: ClusterConfiguration", DefaultKindImage} {
 		if !strings.Contains(string(got), s) {
@@ -84,11 +89,11 @@ func TestKindClusterConfigGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	kc = v1alpha4.Cluster{}
-	if err := yaml.UnmarshalStrict(got, &kc); err != nil || len(kc.KubeadmConfigPatches) != 3 {
+	if err := yaml.UnmarshalStrict(got, &kc); err != nil || len(kc.KubeadmConfigPatches) != 2 {
 		t.Fatalf("cgroup v1 config: %v\n%s", err, got)
 	}
 	var kubelet map[string]any
-	if err := yaml.Unmarshal([]byte(kc.KubeadmConfigPatches[2]), &kubelet); err != nil {
+	if err := yaml.Unmarshal([]byte(kc.KubeadmConfigPatches[1]), &kubelet); err != nil {
 		t.Fatal(err)
 	}
 	if kubelet["kind"] != "KubeletConfiguration" || kubelet["apiVersion"] != "kubelet.config.k8s.io/v1beta1" || kubelet["failCgroupV1"] != false {

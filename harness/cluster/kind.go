@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/harness/kindhost"
+	"github.com/bootproof/bootproof/harness/kindimage"
 	"github.com/bootproof/bootproof/ownership"
 )
 
@@ -46,6 +48,12 @@ type KindConfig struct {
 	LogDir string
 	// WaitForReady bounds the wait for the control plane; default 5m.
 	WaitForReady time.Duration
+	// SkipPhases are kubeadm init phases to skip besides kind's own
+	// preflight: the addons the node image has no image for. StartKind
+	// takes them from a local node image's kindimage.LabelSkipPhases label
+	// (bootproof's node image leaves out CoreDNS); none for kind's
+	// published images.
+	SkipPhases []string
 	// ImageArchives are image archives (docker save format) loaded into
 	// every node of the cluster after it starts, as 'kind load
 	// image-archive' does: images built here for Deployments that run
@@ -169,6 +177,9 @@ func StartKind(ctx context.Context, cfg KindConfig) (_ *Kind, retErr error) {
 		}
 		if k.engine, err = kindEngine(ctx); err != nil {
 			return nil, err
+		}
+		if cfg.SkipPhases == nil {
+			cfg.SkipPhases = imageSkipPhases(ctx, k.engine, cfg.Image)
 		}
 		if exec.CommandContext(ctx, k.engine, "network", "inspect", kindNetwork).Run() != nil {
 			k.network = kindNetwork
@@ -375,4 +386,21 @@ func SweepKindClusters(ctx context.Context, dryRun bool) ([]string, error) {
 		_ = exec.CommandContext(ctx, engine, "network", "rm", kindNetwork).Run() // refused while in use
 	}
 	return removed, err
+}
+
+// imageSkipPhases reads the kubeadm phases a node image asks to skip
+// (kindimage.LabelSkipPhases); none when it has no such label.
+func imageSkipPhases(ctx context.Context, engine, image string) []string {
+	out, err := exec.CommandContext(ctx, engine, "image", "inspect", "--format",
+		`{{ index .Config.Labels "`+kindimage.LabelSkipPhases+`" }}`, image).Output()
+	if err != nil {
+		return nil
+	}
+	var phases []string
+	for _, p := range strings.Split(strings.TrimSpace(string(out)), ",") {
+		if p = strings.TrimSpace(p); p != "" && p != "<no value>" {
+			phases = append(phases, p)
+		}
+	}
+	return phases
 }

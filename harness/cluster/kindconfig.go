@@ -1,13 +1,11 @@
 package cluster
 
 import (
-	"slices"
 	"strconv"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/bootproof/bootproof/harness/controlplane"
-	"github.com/bootproof/bootproof/harness/kindimage"
 )
 
 // kubeadm v1beta4 (Kubernetes 1.31+) takes extraArgs as a list.
@@ -34,17 +32,6 @@ type kubeadmClusterConfiguration struct {
 type kubeadmInitConfiguration struct {
 	Kind       string   `json:"kind"`
 	SkipPhases []string `json:"skipPhases"`
-}
-
-// initSkipPhases are kind's skipped phase and the addons bootproof's node
-// image leaves out (kindimage.SkippedAddons), sorted.
-func initSkipPhases() []string {
-	phases := []string{"preflight"}
-	for _, phase := range kindimage.SkippedAddons {
-		phases = append(phases, phase)
-	}
-	slices.Sort(phases[1:])
-	return phases
 }
 
 // kubeletConfiguration is the kubelet's configuration patch on a cgroup
@@ -78,8 +65,8 @@ const restrictOOMScoreAdjPatch = `[plugins."io.containerd.grpc.v1.cri"]
 // KindClusterConfig renders the kind cluster configuration: one
 // control-plane node of the pinned image, a kubeadm patch that sets
 // kube-controller-manager's grace and monitor periods and client limits, and etcd's
-// --unsafe-no-fsync, one that skips the addons no run uses (CoreDNS:
-// kindimage.SkippedAddons), on a cgroup v1
+// --unsafe-no-fsync, one that skips the kubeadm phases SkipPhases names
+// (the addons a node image of bootproof's lacks), on a cgroup v1
 // host one that lets the kubelet run there, and on a host without
 // CAP_SYS_RESOURCE a containerd patch that keeps pods' OOM score
 // adjustments within what the node may set.
@@ -105,11 +92,14 @@ func KindClusterConfig(cfg KindConfig) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	initPatch, err := yaml.Marshal(kubeadmInitConfiguration{Kind: "InitConfiguration", SkipPhases: initSkipPhases()})
-	if err != nil {
-		return nil, err
+	patches := []string{string(patch)}
+	if len(cfg.SkipPhases) > 0 {
+		initPatch, err := yaml.Marshal(kubeadmInitConfiguration{Kind: "InitConfiguration", SkipPhases: append([]string{"preflight"}, cfg.SkipPhases...)})
+		if err != nil {
+			return nil, err
+		}
+		patches = append(patches, string(initPatch))
 	}
-	patches := []string{string(patch), string(initPatch)}
 	if *cfg.CgroupV1 {
 		kubelet, err := yaml.Marshal(kubeletConfiguration{APIVersion: "kubelet.config.k8s.io/v1beta1", Kind: "KubeletConfiguration", FailCgroupV1: false})
 		if err != nil {

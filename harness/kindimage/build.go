@@ -333,7 +333,8 @@ done; ps -ef; exit 1`
 	if out, err := b.r.Output(ctx, d, "exec", name, "bash", "-c", stop); err != nil {
 		return fmt.Errorf("stop containerd in the build container: %w: %s", err, out)
 	}
-	if out, err := b.r.Output(ctx, d, "commit", "--change", `ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]`, name, b.cfg.Tag); err != nil {
+	if out, err := b.r.Output(ctx, d, "commit", "--change", `ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]`,
+		"--change", "LABEL "+LabelSkipPhases+"="+strings.Join(SkipPhases(), ","), name, b.cfg.Tag); err != nil {
 		return fmt.Errorf("docker commit %s: %w: %s", b.cfg.Tag, err, out)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -11,14 +12,14 @@ import (
 // the last element of its repository.
 type Component struct {
 	// Repo is the image repository's last element (kube-apiserver, etcd,
-	// coredns, pause, ...).
+	// pause, ...).
 	Repo string
 	// Binary is the file in the bin directory the image holds.
 	Binary string
 	// Path is where the image holds it.
 	Path string
 	// Entrypoint and User of the image (kubeadm's manifests give the
-	// command of the Kubernetes images; etcd, CoreDNS and pause run their
+	// command of the Kubernetes images; etcd and pause run their
 	// entrypoint).
 	Entrypoint []string
 	User       string
@@ -40,15 +41,32 @@ var Components = map[string]Component{
 	"pause":                   {Repo: "pause", Binary: "pause", Path: "/pause", Entrypoint: []string{"/pause"}, User: "65535:65535", VersionArgs: []string{"-v"}},
 }
 
-// SkippedAddons are the kubeadm addons bootproof's kind clusters leave
-// out, by the image repository kubeadm lists for each, with the kubeadm
-// phase that installs it: harness/cluster's kind configuration skips
-// these phases, so the node image needs no image for them. CoreDNS is
-// one: nothing a run puts in the cluster resolves a name (the operator's
-// pods reach the API server by the kubernetes Service's address, which
-// kube-proxy routes), and its image was minutes of a cold node-image
-// build.
+// SkippedAddons are the kubeadm addons bootproof's node image leaves out,
+// by the image repository kubeadm lists for each, with the kubeadm init
+// phase that installs it. The image names these phases in its
+// LabelSkipPhases label, and harness/cluster's kind configuration skips
+// them for a node image that carries it (kind's published images keep
+// their addons). CoreDNS is one: nothing a run puts in the cluster
+// resolves a name (the operator's pods reach the API server by the
+// kubernetes Service's address, which kube-proxy routes), and its image
+// was minutes of a cold node-image build.
 var SkippedAddons = map[string]string{"coredns": "addon/coredns"}
+
+// LabelSkipPhases is the node image's label naming the kubeadm init
+// phases a cluster of it must skip (comma-separated, sorted): the addons
+// whose images it lacks.
+const LabelSkipPhases = "io.bootproof.kind-node.skip-phases"
+
+// SkipPhases are SkippedAddons' phases, sorted: the value of
+// LabelSkipPhases.
+func SkipPhases() []string {
+	phases := make([]string, 0, len(SkippedAddons))
+	for _, phase := range SkippedAddons {
+		phases = append(phases, phase)
+	}
+	slices.Sort(phases)
+	return phases
+}
 
 // ImageRef is a parsed image reference: repository and tag.
 type ImageRef struct {

@@ -47,6 +47,10 @@ func TestPlanImages(t *testing.T) {
 	if p, ok := byRepo["coredns"]; ok {
 		t.Errorf("coredns planned as %+v, though its addon is skipped", p)
 	}
+	// The image's label names the phase a cluster of it must skip.
+	if got := strings.Join(SkipPhases(), ","); got != "addon/coredns" {
+		t.Errorf("SkipPhases = %q, want addon/coredns", got)
+	}
 	if p := byRepo["kube-proxy"]; !p.Component.NeedsUserland || p.Spec("/b", "/u.tar").BaseLayer != "/u.tar" {
 		t.Errorf("kube-proxy has no userland base: %+v", p)
 	}

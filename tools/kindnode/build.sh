@@ -12,10 +12,10 @@
 #   tools/kindnode/cni       host-local, loopback, ptp, portmap
 #   tools/kindnode/crictl    crictl
 #   k8s.io/kubernetes's build/pause/linux/pause.c   pause (gcc -static)
-# CoreDNS is not built: bootproof's kind clusters skip kubeadm's CoreDNS
-# addon (harness/kindimage.SkippedAddons). Each group is rebuilt only when
-# its pins (go.mod, go.sum) or this script change; each says what it builds
-# and how long it took.
+# CoreDNS is not built: the node image has none (harness/kindimage.SkippedAddons).
+# Each group is rebuilt only when its pins (go.mod, go.sum) or this script
+# change (the Kubernetes group also when the plane's flags do); each says
+# what it builds and how long it took.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 tools="$(cd "$here/.." && pwd)"
@@ -26,7 +26,11 @@ kube="$tools/controlplane/kube"
 k8s_version="$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' "$kube/go.mod")"
 export CGO_ENABLED=0
 
-stamp() { cat "$1/go.mod" "$1/go.sum" "${BASH_SOURCE[0]}" "$tools/controlplane/build.sh" | sha256sum | cut -d' ' -f1; }
+# stamp DIR: what a group is built from: its module's pins, this script
+# and, for the Kubernetes group, the plane's flags it shares.
+stamp() {
+  { cat "$1/go.mod" "$1/go.sum" "${BASH_SOURCE[0]}"; if [ "$1" = "$kube" ]; then echo "$kube_ldflags"; fi; } | sha256sum | cut -d' ' -f1
+}
 
 # group NAME MODULE_DIR "BINARIES" COMMAND...: run COMMAND in MODULE_DIR
 # unless the stamp is current and every binary is there.
