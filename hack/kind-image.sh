@@ -30,11 +30,14 @@ if [ -z "${KIND_IMAGE_REBUILD:-}" ] && docker image inspect "$tag" >/dev/null 2>
 fi
 start=$SECONDS
 echo "kind-image: building $tag (first build: about 10 minutes on 2 cores after the control plane's; later builds reuse Go's build cache and debootstrap's downloads)"
-BIN_DIR="$bin_dir" tools/kindnode/build.sh
 # The builder's own bootproof, beside the node's binaries: bin/bootproof
 # may be another build (GOTAGS=libvirt) that a run elsewhere is using.
-# Static and -trimpath, as 'make build' builds it: one compile for both.
+# Static and -trimpath, as 'make build', bootproof-agent and the runtime
+# shim are built: one compile for all, made here first, so that .ci/run's
+# foreground finds it when it builds the agent.
+mkdir -p "$bin_dir/kindnode"
 CGO_ENABLED=0 tools/gobuild.sh "kind-image: bootproof" "$bin_dir/kindnode/bootproof" ./cmd/bootproof -trimpath
+BIN_DIR="$bin_dir" tools/kindnode/build.sh
 "$bin_dir/kindnode/bootproof" kind build-node-image --bin-dir "$bin_dir/kindnode" --tag "$tag"
 # Older images of this builder are superseded; their layers go with them.
 docker image ls --format '{{.Repository}}:{{.Tag}}' bootproof/kind-node | grep -vxF "$tag" | xargs -r docker rmi >/dev/null 2>&1 || true
