@@ -30,14 +30,14 @@ if [ -z "${KIND_IMAGE_REBUILD:-}" ] && docker image inspect "$tag" >/dev/null 2>
 fi
 start=$SECONDS
 echo "kind-image: building $tag (first build: about 10 minutes on 2 cores after the control plane's; later builds reuse Go's build cache and debootstrap's downloads)"
-# The node's binaries first: they share the control plane's compile, which
-# is freshest in the build cache then.
-BIN_DIR="$bin_dir" tools/kindnode/build.sh
 # The builder's own bootproof, beside the node's binaries: bin/bootproof
 # may be another build (GOTAGS=libvirt) that a run elsewhere is using.
 # Static and -trimpath, as 'make build', bootproof-agent and the runtime
-# shim are built: one compile for all.
+# shim are built: one compile for all, made here first, so that .ci/run's
+# foreground finds it when it builds the agent.
+mkdir -p "$bin_dir/kindnode"
 CGO_ENABLED=0 tools/gobuild.sh "kind-image: bootproof" "$bin_dir/kindnode/bootproof" ./cmd/bootproof -trimpath
+BIN_DIR="$bin_dir" tools/kindnode/build.sh
 "$bin_dir/kindnode/bootproof" kind build-node-image --bin-dir "$bin_dir/kindnode" --tag "$tag"
 # Older images of this builder are superseded; their layers go with them.
 docker image ls --format '{{.Repository}}:{{.Tag}}' bootproof/kind-node | grep -vxF "$tag" | xargs -r docker rmi >/dev/null 2>&1 || true
