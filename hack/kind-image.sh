@@ -2,7 +2,7 @@
 # 'make kind-image': bootproof's kind node image for the Kubernetes version
 # pinned in tools/controlplane/kube, built on this machine with no registry
 # (harness/kindimage), and rebuilt only when what it is made of changes:
-# the pins under tools/ (tools/controlplane/kube and its build flags, tools/kindnode/*), the
+# the pins under tools/ (tools/controlplane/{kube,etcd} and their build flags, tools/kindnode/*), the
 # builder (harness/kindimage, this script) and kind's version in go.mod.
 # Its tag carries a hash of those, so a cached image is found by name.
 #   hack/kind-image.sh          build it unless cached; the tag goes to stdout,
@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bin_dir="${BIN_DIR:-$PWD/bin}"
 k8s_version="$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' tools/controlplane/kube/go.mod)"
-inputs=(tools/controlplane/kube/go.mod tools/controlplane/kube/go.sum tools/kindnode/build.sh hack/kind-image.sh)
+inputs=(tools/controlplane/kube/go.mod tools/controlplane/kube/go.sum tools/controlplane/etcd/go.mod tools/controlplane/etcd/go.sum tools/kindnode/build.sh hack/kind-image.sh)
 inputs+=(tools/kindnode/*/go.mod tools/kindnode/*/go.sum)
 while IFS= read -r f; do inputs+=("$f"); done < <(find harness/kindimage -type f ! -name '*_test.go' ! -path '*/testdata/*' | LC_ALL=C sort)
 stamp="$( { cat "${inputs[@]}"; grep -E '^\s*sigs.k8s.io/kind ' go.mod; tools/controlplane/build.sh --kube-ldflags; } | sha256sum | cut -c1-12)"
@@ -38,7 +38,11 @@ echo "kind-image: building $tag (first build: about 10 minutes on 2 cores after 
 mkdir -p "$bin_dir/kindnode"
 CGO_ENABLED=0 tools/gobuild.sh "kind-image: bootproof" "$bin_dir/kindnode/bootproof" ./cmd/bootproof -trimpath
 BIN_DIR="$bin_dir" tools/kindnode/build.sh
-"$bin_dir/kindnode/bootproof" kind build-node-image --bin-dir "$bin_dir/kindnode" --tag "$tag"
+# The node's etcd is the embedded plane's (tools/kindnode/build.sh copies
+# it), not the version kubeadm asks for: its image is tagged for it and the
+# image's label tells bootproof's kind clusters to run it.
+etcd_version="$(awk '$1 == "require" && $2 == "go.etcd.io/etcd/server/v3" {print $3}' tools/controlplane/etcd/go.mod)"
+"$bin_dir/kindnode/bootproof" kind build-node-image --bin-dir "$bin_dir/kindnode" --tag "$tag" --etcd-version "${etcd_version#v}"
 # Older images of this builder are superseded; their layers go with them.
 docker image ls --format '{{.Repository}}:{{.Tag}}' bootproof/kind-node | grep -vxF "$tag" | xargs -r docker rmi >/dev/null 2>&1 || true
 echo "kind-image: built $tag in $((SECONDS - start))s ($(docker image inspect -f '{{.Size}}' "$tag" | awk '{printf "%.0f MB", $1/1e6}'))"

@@ -27,7 +27,7 @@ func TestKindClusterConfigGolden(t *testing.T) {
 	// bootproof's node image asks to skip the addons it lacks
 	// (kindimage.LabelSkipPhases).
 	got, err := KindClusterConfig(KindConfig{Name: "bootproof", GracePeriod: 10 * time.Second, MonitorPeriod: time.Second, CgroupV1: &v1, RestrictOOMScoreAdj: &restrict,
-		SkipPhases: kindimage.SkipPhases()})
+		SkipPhases: kindimage.SkipPhases(), EtcdImageTag: kindimage.EtcdImageTag("3.6.16")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,6 +64,18 @@ func TestKindClusterConfigGolden(t *testing.T) {
 	if wantPhases := []string{"preflight", "addon/coredns"}; initCfg.Kind != "InitConfiguration" || !slices.Equal(initCfg.SkipPhases, wantPhases) {
 		t.Errorf("init patch %+v, want InitConfiguration skipping %v", initCfg, wantPhases)
 	}
+	// kubeadm runs the node image's etcd (the embedded plane's, named by
+	// its label), with kind's other etcd settings kept by the merge.
+	var clusterCfg struct {
+		Etcd struct {
+			Local struct {
+				ImageTag string `json:"imageTag"`
+			} `json:"local"`
+		} `json:"etcd"`
+	}
+	if err := yaml.Unmarshal([]byte(kc.KubeadmConfigPatches[0]), &clusterCfg); err != nil || clusterCfg.Etcd.Local.ImageTag != "3.6.16-0" {
+		t.Errorf("etcd image tag %q (%v), want 3.6.16-0", clusterCfg.Etcd.Local.ImageTag, err)
+	}
 	// An image that asks to skip nothing (kind's published ones) keeps
 	// kind's init configuration: no patch.
 	plain, err := KindClusterConfig(KindConfig{Name: "bootproof", CgroupV1: &v1, RestrictOOMScoreAdj: &restrict})
@@ -72,6 +84,9 @@ func TestKindClusterConfigGolden(t *testing.T) {
 	}
 	if strings.Contains(string(plain), "InitConfiguration") || strings.Contains(string(plain), "skipPhases") {
 		t.Errorf("a node image with every addon gets a skipPhases patch:\n%s", plain)
+	}
+	if strings.Contains(string(plain), "imageTag") {
+		t.Errorf("a node image with kubeadm's etcd gets an etcd image tag:\n%s", plain)
 	}
 	for _, s := range []string{"name: node-monitor-grace-period", "value: 10s", "name: node-monitor-period", "value: 1s", "kind: ClusterConfiguration", DefaultKindImage} {
 		if !strings.Contains(string(got), s) {

@@ -54,6 +54,11 @@ type KindConfig struct {
 	// (bootproof's node image leaves out CoreDNS); none for kind's
 	// published images.
 	SkipPhases []string
+	// EtcdImageTag is the tag of the etcd image kubeadm runs, where the
+	// node image's is not the one kubeadm asks for. StartKind takes it from
+	// a local node image's kindimage.LabelEtcdImageTag label (bootproof's
+	// node image carries the embedded plane's etcd); empty: kubeadm's.
+	EtcdImageTag string
 	// ImageArchives are image archives (docker save format) loaded into
 	// every node of the cluster after it starts, as 'kind load
 	// image-archive' does: images built here for Deployments that run
@@ -180,6 +185,9 @@ func StartKind(ctx context.Context, cfg KindConfig) (_ *Kind, retErr error) {
 		}
 		if cfg.SkipPhases == nil {
 			cfg.SkipPhases = imageSkipPhases(ctx, k.engine, cfg.Image)
+		}
+		if cfg.EtcdImageTag == "" {
+			cfg.EtcdImageTag = imageLabel(ctx, k.engine, cfg.Image, kindimage.LabelEtcdImageTag)
 		}
 		if exec.CommandContext(ctx, k.engine, "network", "inspect", kindNetwork).Run() != nil {
 			k.network = kindNetwork
@@ -391,16 +399,22 @@ func SweepKindClusters(ctx context.Context, dryRun bool) ([]string, error) {
 // imageSkipPhases reads the kubeadm phases a node image asks to skip
 // (kindimage.LabelSkipPhases); none when it has no such label.
 func imageSkipPhases(ctx context.Context, engine, image string) []string {
-	out, err := exec.CommandContext(ctx, engine, "image", "inspect", "--format",
-		`{{ index .Config.Labels "`+kindimage.LabelSkipPhases+`" }}`, image).Output()
-	if err != nil {
-		return nil
-	}
 	var phases []string
-	for _, p := range strings.Split(strings.TrimSpace(string(out)), ",") {
-		if p = strings.TrimSpace(p); p != "" && p != "<no value>" {
+	for _, p := range strings.Split(imageLabel(ctx, engine, image, kindimage.LabelSkipPhases), ",") {
+		if p = strings.TrimSpace(p); p != "" {
 			phases = append(phases, p)
 		}
 	}
 	return phases
+}
+
+// imageLabel reads a local image's label; empty when the image or the
+// label is missing.
+func imageLabel(ctx context.Context, engine, image, label string) string {
+	out, err := exec.CommandContext(ctx, engine, "image", "inspect", "--format",
+		`{{ index .Config.Labels "`+label+`" }}`, image).Output()
+	if v := strings.TrimSpace(string(out)); err == nil && v != "<no value>" {
+		return v
+	}
+	return ""
 }

@@ -21,6 +21,7 @@ type kubeadmClusterConfiguration struct {
 	} `json:"controllerManager"`
 	Etcd struct {
 		Local struct {
+			ImageTag  string       `json:"imageTag,omitempty"`
 			ExtraArgs []kubeadmArg `json:"extraArgs"`
 		} `json:"local"`
 	} `json:"etcd"`
@@ -65,7 +66,7 @@ const restrictOOMScoreAdjPatch = `[plugins."io.containerd.grpc.v1.cri"]
 // KindClusterConfig renders the kind cluster configuration: one
 // control-plane node of the pinned image, a kubeadm patch that sets
 // kube-controller-manager's grace and monitor periods and client limits, and etcd's
-// --unsafe-no-fsync, one that skips the kubeadm phases SkipPhases names
+// --unsafe-no-fsync (and the node image's etcd tag, EtcdImageTag), one that skips the kubeadm phases SkipPhases names
 // (the addons a node image of bootproof's lacks), on a cgroup v1
 // host one that lets the kubelet run there, and on a host without
 // CAP_SYS_RESOURCE a containerd patch that keeps pods' OOM score
@@ -88,6 +89,7 @@ func KindClusterConfig(cfg KindConfig) ([]byte, error) {
 	// the node container's overlay only stalls etcd (and with it the API
 	// server's readiness and the controller manager's leader Lease).
 	kc.Etcd.Local.ExtraArgs = []kubeadmArg{{Name: "unsafe-no-fsync", Value: "true"}}
+	kc.Etcd.Local.ImageTag = cfg.EtcdImageTag
 	patch, err := yaml.Marshal(kc)
 	if err != nil {
 		return nil, err

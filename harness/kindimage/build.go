@@ -117,6 +117,13 @@ func (b *builder) planImages(ctx context.Context) ([]PlannedImage, error) {
 	if err != nil {
 		return nil, err
 	}
+	if b.cfg.EtcdVersion != "" {
+		for i := range plan {
+			if plan[i].Component.Repo == "etcd" {
+				plan[i].Ref.Tag = EtcdImageTag(b.cfg.EtcdVersion)
+			}
+		}
+	}
 	if !slices.ContainsFunc(plan, func(p PlannedImage) bool { return p.Component.Repo == "pause" }) {
 		return nil, errors.New("kubeadm config images list named no pause image: the node's containerd needs one as its sandbox image")
 	}
@@ -126,7 +133,7 @@ func (b *builder) planImages(ctx context.Context) ([]PlannedImage, error) {
 			return nil, fmt.Errorf("%s %s: %w: %s", p.Component.Binary, strings.Join(p.Component.VersionArgs, " "), err, out)
 		}
 		if !VersionMatches(p.Ref.Tag, string(out)) {
-			return nil, fmt.Errorf("kubeadm asks for %s, but %s in %s says %q: pin the version kubeadm asks for under tools/ (tools/kindnode/build.sh)",
+			return nil, fmt.Errorf("kubeadm asks for %s, but %s in %s says %q: pin the version kubeadm asks for under tools/ (tools/kindnode/build.sh), or for etcd give the binary's version (EtcdVersion, --etcd-version)",
 				p.Ref, p.Component.Binary, b.cfg.BinDir, strings.TrimSpace(lastLines(out, 3)))
 		}
 		b.res.Images = append(b.res.Images, p.Ref.String())
@@ -333,8 +340,12 @@ done; ps -ef; exit 1`
 	if out, err := b.r.Output(ctx, d, "exec", name, "bash", "-c", stop); err != nil {
 		return fmt.Errorf("stop containerd in the build container: %w: %s", err, out)
 	}
-	if out, err := b.r.Output(ctx, d, "commit", "--change", `ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]`,
-		"--change", "LABEL "+LabelSkipPhases+"="+strings.Join(SkipPhases(), ","), name, b.cfg.Tag); err != nil {
+	changes := []string{"--change", `ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]`,
+		"--change", "LABEL " + LabelSkipPhases + "=" + strings.Join(SkipPhases(), ",")}
+	if b.cfg.EtcdVersion != "" {
+		changes = append(changes, "--change", "LABEL "+LabelEtcdImageTag+"="+EtcdImageTag(b.cfg.EtcdVersion))
+	}
+	if out, err := b.r.Output(ctx, d, append(append([]string{"commit"}, changes...), name, b.cfg.Tag)...); err != nil {
 		return fmt.Errorf("docker commit %s: %w: %s", b.cfg.Tag, err, out)
 	}
 	return nil

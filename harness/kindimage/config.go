@@ -49,6 +49,13 @@ type Config struct {
 	// configuration; default 10.244.0.0/24, the first node range of kind's
 	// default pod subnet (10.244.0.0/16) on a one-node cluster.
 	PodSubnet string
+	// EtcdVersion is the version of BinDir's etcd ("3.6.16") where it is
+	// not the one kubeadm asks for: its image is tagged EtcdImageTag of it,
+	// and the node image's LabelEtcdImageTag tells kubeadm to run that
+	// one. bootproof's node image carries the embedded plane's etcd (its
+	// version pinned in tools/controlplane/etcd), so one etcd is built for
+	// both. Default: the version kubeadm asks for, no label.
+	EtcdVersion string
 	// Docker is the container engine's command; default docker.
 	Docker string
 	// Progress receives a line per step with its duration; default
@@ -82,6 +89,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, contract.NewInputError("Tag", "", "required: the node image's name, e.g. bootproof/kind-node:v1.37.2", nil))
 	} else if c.Tag != strings.ToLower(c.Tag) || strings.ContainsAny(c.Tag, " @") {
 		errs = append(errs, contract.NewInputError("Tag", c.Tag, "accepted: a lower-case image name with a tag and no digest", nil))
+	}
+	if c.EtcdVersion != "" && !etcdVersion.MatchString(c.EtcdVersion) {
+		errs = append(errs, contract.NewInputError("EtcdVersion", c.EtcdVersion, "accepted: an etcd release version without a v or an image revision, e.g. 3.6.16", nil))
 	}
 	if c.BinDir == "" {
 		errs = append(errs, contract.NewInputError("BinDir", "", "required: the binaries of tools/kindnode/build.sh (bin/kindnode)", nil))

@@ -10,7 +10,9 @@
 //     (tools/kindnode/build.sh): kubelet, kubeadm, kubectl and the control
 //     plane at tools/controlplane/kube's Kubernetes version (kube-apiserver
 //     and kube-controller-manager are the embedded plane's own binaries);
-//     etcd at the version kubeadm asks for; containerd, runc, crictl and the CNI
+//     etcd is the plane's too, where kubeadm asks for another version its
+//     image is tagged for the binary (Config.EtcdVersion) and the image's
+//     LabelEtcdImageTag tells harness/cluster to run it; containerd, runc, crictl and the CNI
 //     plugins at the versions kind's base image builds; pause compiled from
 //     Kubernetes' own pause.c.
 //   - The control-plane images (apiserver, controller-manager, scheduler,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -67,6 +68,20 @@ func SkipPhases() []string {
 	slices.Sort(phases)
 	return phases
 }
+
+// LabelEtcdImageTag is the node image's label naming its etcd image's
+// tag where that is not the one kubeadm asks for (Config.EtcdVersion):
+// harness/cluster's kind configuration gives it to kubeadm
+// (etcd.local.imageTag) for a node image that carries it.
+const LabelEtcdImageTag = "io.bootproof.kind-node.etcd-image-tag"
+
+// EtcdImageTag is registry.k8s.io's tag of an etcd version's image:
+// "3.6.16" is "3.6.16-0".
+func EtcdImageTag(version string) string { return version + "-0" }
+
+// etcdVersion matches an etcd release version as Config.EtcdVersion takes
+// it: "3.6.16".
+var etcdVersion = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
 
 // ImageRef is a parsed image reference: repository and tag.
 type ImageRef struct {

@@ -3,6 +3,7 @@ package kindimage
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -381,11 +382,11 @@ func TestConfigValidate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c := Config{BinDir: dir, Tag: "Bootproof/Node:X"}
+	c := Config{BinDir: dir, Tag: "Bootproof/Node:X", EtcdVersion: "v3.6.16-0"}
 	err := c.Validate()
 	joined, ok := err.(interface{ Unwrap() []error })
-	if !ok || len(joined.Unwrap()) != 2 {
-		t.Fatalf("Validate = %v, want two field errors", err)
+	if !ok || len(joined.Unwrap()) != 3 {
+		t.Fatalf("Validate = %v, want three field errors", err)
 	}
 	fields := map[string]string{}
 	for _, e := range joined.Unwrap() {
@@ -399,6 +400,15 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if _, ok := fields["Tag"]; !ok {
 		t.Errorf("an upper-case tag was accepted: %v", fields)
+	}
+	if !strings.Contains(fields["EtcdVersion"], "e.g. 3.6.16") {
+		t.Errorf("EtcdVersion error: %q", fields["EtcdVersion"])
+	}
+	for _, good := range []string{"", "3.6.16", "3.7.0"} {
+		c := Config{BinDir: dir, Tag: "bootproof/node:x", EtcdVersion: good}
+		if err := c.Validate(); err != nil && strings.Contains(err.Error(), "EtcdVersion") {
+			t.Errorf("EtcdVersion %q refused: %v", good, err)
+		}
 	}
 	if err := (&Config{}).Validate(); err == nil || !strings.Contains(err.Error(), "BinDir") || !strings.Contains(err.Error(), "Tag") {
 		t.Errorf("empty config: %v", err)
@@ -446,5 +456,66 @@ func TestUnescapeMountPath(t *testing.T) {
 		if got := unescapeMountPath(in); got != want {
 			t.Errorf("unescapeMountPath(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// versionRunner answers the version commands planImages runs, as the
+// binaries of BinDir would: kubeadm lists kubeadmList, etcd says etcd.
+type versionRunner struct{ etcd string }
+
+func (r versionRunner) Output(_ context.Context, name string, args ...string) ([]byte, error) {
+	switch filepath.Base(name) {
+	case "kubeadm":
+		if slices.Contains(args, "images") {
+			return []byte(strings.Join(kubeadmList, "\n")), nil
+		}
+		return []byte("v1.37.2\n"), nil
+	case "etcd":
+		return []byte("etcd Version: " + r.etcd + "\nGit SHA: GitNotFound\n"), nil
+	case "pause":
+		return []byte("pause.c v3.10.2-bootproof\n"), nil
+	default:
+		return []byte("Kubernetes v1.37.2\n"), nil
+	}
+}
+
+func (r versionRunner) Pipe(ctx context.Context, _ io.Reader, name string, args ...string) ([]byte, error) {
+	return r.Output(ctx, name, args...)
+}
+
+// TestPlanImagesEtcdVersion: the node image carries the embedded plane's
+// etcd (3.6) though kubeadm asks for 3.7; given its version, the etcd image
+// is tagged for it, and a binary of yet another version is still refused.
+func TestPlanImagesEtcdVersion(t *testing.T) {
+	for _, tc := range []struct {
+		name, binary, cfgVersion, wantTag, wantErr string
+	}{
+		{name: "kubeadm's version", binary: "3.7.0", wantTag: "3.7.0-0"},
+		{name: "the plane's version, given", binary: "3.6.16", cfgVersion: "3.6.16", wantTag: "3.6.16-0"},
+		{name: "the plane's version, not given", binary: "3.6.16", wantErr: "--etcd-version"},
+		{name: "another version given", binary: "3.6.16", cfgVersion: "3.6.15", wantErr: "kubeadm asks for registry.k8s.io/etcd:3.6.15-0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &builder{cfg: Config{BinDir: "/bin/kindnode", EtcdVersion: tc.cfgVersion}, r: versionRunner{etcd: tc.binary}}
+			plan, err := b.planImages(context.Background())
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("planImages = %v, want an error with %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tag string
+			for _, p := range plan {
+				if p.Component.Repo == "etcd" {
+					tag = p.Ref.Tag
+				}
+			}
+			if tag != tc.wantTag || !slices.Contains(b.res.Images, "registry.k8s.io/etcd:"+tc.wantTag) {
+				t.Errorf("etcd image tag %q (images %v), want %q", tag, b.res.Images, tc.wantTag)
+			}
+		})
 	}
 }

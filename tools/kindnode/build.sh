@@ -5,8 +5,9 @@
 #                            embedded plane's own binaries (tools/controlplane/build.sh,
 #                            same pins, same flags), copied, not built again;
 #                            kube-scheduler, kube-proxy, kubelet, kubeadm, kubectl
-#   tools/kindnode/etcd      etcd (the version kubeadm asks for, 3.7; the plane's
-#                            is 3.6, so it is built here)
+#   tools/controlplane/etcd  etcd: the embedded plane's too (3.6; kubeadm asks
+#                            for 3.7, and the image's label tells kind clusters
+#                            to run the plane's: hack/kind-image.sh), copied
 #   tools/kindnode/containerd containerd, ctr, containerd-shim-runc-v2
 #   tools/kindnode/runc      runc (cgo, static, with seccomp: needs gcc and libseccomp-dev)
 #   tools/kindnode/cni       host-local, loopback, ptp, portmap
@@ -51,20 +52,20 @@ group() {
   echo "kindnode: built $name in $((SECONDS - start))s"
 }
 
-# The plane's kube-apiserver and kube-controller-manager, built (or found
-# cached) by its own script from the same module with the same flags, are
-# the image's: copying them saves two of the largest links.
+# The plane's etcd, kube-apiserver and kube-controller-manager, built (or
+# found cached) by its own script from the same modules with the same
+# flags, are the image's: copying them saves etcd's whole compile and two
+# of the largest links.
 plane_bin="$(cd "${BIN_DIR:-$tools/../bin}" && pwd)"
 BIN_DIR="$plane_bin" "$tools/controlplane/build.sh"
-for b in kube-apiserver kube-controller-manager; do cp -p "$plane_bin/$b" "$out/$b"; done
+for b in etcd kube-apiserver kube-controller-manager; do cp -p "$plane_bin/$b" "$out/$b"; done
 kube_ldflags="$(BIN_DIR="$plane_bin" "$tools/controlplane/build.sh" --kube-ldflags)"
 group kube "$kube" "kube-scheduler kube-proxy kubelet kubeadm kubectl" \
   go build -trimpath -ldflags "$kube_ldflags" -o "$out/" \
     k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-proxy \
     k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubeadm k8s.io/kubernetes/cmd/kubectl
 
-etcd_version="$(awk '$1 == "require" && $2 == "go.etcd.io/etcd/server/v3" {print $3}' "$here/etcd/go.mod")"
-group etcd "$here/etcd" "etcd" go build -trimpath -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3
+etcd_version="$(awk '$1 == "require" && $2 == "go.etcd.io/etcd/server/v3" {print $3}' "$tools/controlplane/etcd/go.mod")"
 
 containerd_version="$(awk '$1 == "require" && $2 == "github.com/containerd/containerd/v2" {print $3}' "$here/containerd/go.mod")"
 group containerd "$here/containerd" "containerd ctr containerd-shim-runc-v2" \
