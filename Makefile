@@ -68,7 +68,8 @@ test: controlplane tools gotestsum ## Every test (JUnit: _output/junit-unit.xml)
 	@# runs beside the first pass at nice 10, on the CPU that pass leaves idle, in a process group of
 	@# its own (stopped with the recipe) but in the same session, so that the kernel's per-session
 	@# scheduling (autogroup) does not give it a share of its own, and its output follows the first pass's.
-	@set -m; BOOTPROOF_REQUIRE_TOOLS=1 nice -n 10 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $$(hack/race-packages.sh) >$(REPORTS_DIR)/race/race.log 2>&1 & race=$$!; set +m; \
+	@# No vet step: the first pass vets the same packages.
+	@set -m; BOOTPROOF_REQUIRE_TOOLS=1 nice -n 10 $(GO) test -race -vet=off -count=1 -timeout $(TEST_TIMEOUT) $$(hack/race-packages.sh) >$(REPORTS_DIR)/race/race.log 2>&1 & race=$$!; set +m; \
 	  trap 'kill -- -$$race 2>/dev/null' EXIT INT TERM; \
 	  echo "race detector: go test -race on the packages that need no control plane, beside the first pass (at nice 10; output in $(REPORTS_DIR)/race/race.log, shown after the first pass)"; \
 	  echo "BOOTPROOF_REQUIRE_CONTROLPLANE=1 BOOTPROOF_REQUIRE_TOOLS=1 $(BIN_DIR)/gotestsum --format testname --junitfile $(REPORTS_DIR)/junit-unit.xml -- -p 4 -parallel 4 -count=1 -timeout $(TEST_TIMEOUT) PACKAGES"; \
