@@ -1,6 +1,14 @@
 # bootproof - run 'make help' for the targets.
 SHELL := /bin/bash
 GO ?= go
+# Every go command of these targets builds with -trimpath, as the control
+# plane, 'make build', the kind node image's builder and the guest agent
+# are built: source paths are part of a package's compiled form, so without
+# it the tests and the VM build compiled every dependency a second time
+# (cgo or not shares all but a few packages). Measured: a package set
+# built with -trimpath, then built again without it, recompiled 269 of 270
+# packages; again with it and cgo on, 28.
+export GOFLAGS := -trimpath $(GOFLAGS)
 BIN_DIR := $(CURDIR)/bin
 # Run outputs (reports, JUnit, figures); not the reports/ Go package.
 REPORTS_DIR := $(CURDIR)/_output
