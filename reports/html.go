@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"html/template"
+	"strings"
 	"time"
 
 	"github.com/bootproof/bootproof/scenarios"
@@ -35,6 +36,7 @@ var page = template.Must(template.New("index").Funcs(template.FuncMap{
 	"whyNoDowntime":  func() string { return WhyNoDowntime },
 	"latency":        func(ms int64, why string) latencyCell { return latencyCell{Value: ms, Why: why} },
 	"bound":          func(b *scenarios.ReloadBoundResult) string { return b.Format(FormatDuration) },
+	"join":           strings.Join,
 }).Parse(reportTemplate))
 
 // latencyCell is a figure of the reboot table: a duration, or Absent

@@ -138,6 +138,9 @@ func assertionText(c scenarios.CaseResult) string {
 			mark = "FAIL"
 		}
 		fmt.Fprintf(&b, "%s %s: %s\n", mark, a.Name, a.Message)
+		if a.NotJudged != "" {
+			fmt.Fprintf(&b, "     %s: %s\n", a.Name, a.NotJudged)
+		}
 	}
 	return b.String()
 }

@@ -1,7 +1,9 @@
 package reports
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/bootproof/bootproof/scenarios"
 )
@@ -32,6 +34,33 @@ type MatrixCell struct {
 	State string
 	// Figures are the case's latencies; KeyFigure is what the cell shows.
 	Figures Figures
+	// Unjudged are the parts of the case's assertions left out
+	// (CaseResult.Unjudged): the cell says it was partly judged.
+	Unjudged []string
+	// Runs is how many cases the pair had ('run --repeat'), and Counts
+	// how many of them were observed pass, fail, error or skipped. State
+	// is then the worst of their states (a failure in any run shows), the
+	// other fields the first case's.
+	Runs   int
+	Counts map[string]int
+}
+
+// worse orders states for a cell of several runs: the one to show.
+var worse = []string{StateFail, StateError, StateSkipped, StateExpectedFailure, StatePass}
+
+// Repeats says what a cell's runs observed, "fail 3 of 5, pass 2 of 5";
+// empty for a pair that ran once.
+func (c MatrixCell) Repeats() string {
+	if c.Runs < 2 {
+		return ""
+	}
+	var parts []string
+	for _, o := range []string{scenarios.Fail, scenarios.Pass, scenarios.Error, scenarios.Skipped} {
+		if n := c.Counts[o]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d of %d", o, n, c.Runs))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // BuildMatrix lays out r's cases as scenarios x subjects, both in the
@@ -57,9 +86,17 @@ func BuildMatrix(r scenarios.Results) Matrix {
 	for i, c := range r.Cases {
 		cell := &m.Rows[row[c.Scenario]].Cells[slices.Index(m.Subjects, c.Subject)]
 		if cell.Case >= 0 {
-			continue // the first case of a pair stands for it
+			// Another run of the pair: counted; the first case stands for
+			// it, with the worst state of all.
+			cell.Runs++
+			cell.Counts[c.Observed]++
+			if s := State(c); slices.Index(worse, s) < slices.Index(worse, cell.State) {
+				cell.State = s
+			}
+			continue
 		}
-		*cell = MatrixCell{Case: i, Verdict: c.Verdict, Observed: c.Observed, Expected: Expected(c), State: State(c), Figures: CaseFigures(c)}
+		*cell = MatrixCell{Case: i, Verdict: c.Verdict, Observed: c.Observed, Expected: Expected(c), State: State(c), Figures: CaseFigures(c),
+			Unjudged: c.Unjudged(), Runs: 1, Counts: map[string]int{c.Observed: 1}}
 	}
 	return m
 }

@@ -302,6 +302,76 @@ func TestConformanceMatrix(t *testing.T) {
 	}
 }
 
+// TestPartlyJudgedShown: a consistency assertion whose boot part was not
+// judged (an API without boot IDs) shows as partly judged in summary.md
+// (matrix cell and case message), the HTML matrix cell, JUnit and
+// results.json, and a case judged whole shows no such mark.
+func TestPartlyJudgedShown(t *testing.T) {
+	r := sample()
+	why := "boot part not judged: the NodeModulesConfig CRD has no status.modules[].bootId, so only which modules are listed is compared"
+	r.Cases[0].Assertions = append(r.Cases[0].Assertions, scenarios.AssertionResult{Name: "consistency", OK: true, Message: "matches (" + why + ")", NotJudged: why})
+	md := Summary(r)
+	for _, want := range []string{"[✅ pass](index.html#case-0) · ⚠️ partly judged: consistency: boot part not judged: the NodeModulesConfig CRD has no status.modules[].bootId",
+		"(consistency: " + why} {
+		if !strings.Contains(md, want) {
+			t.Errorf("summary.md lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Count(md, "partly judged") != 1 {
+		t.Errorf("summary.md marks %d cells partly judged, want 1:\n%s", strings.Count(md, "partly judged"), md)
+	}
+	html, err := RenderHTML(r, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(html), `<div class="unjudged" title="consistency: `+why+`">⚠️ partly judged</div></td>`) || strings.Count(string(html), `class="unjudged"`) != 1 {
+		t.Errorf("index.html lacks the partly judged mark on the bootid cell alone")
+	}
+	j := BuildJUnit("bootproof", r, time.Now())
+	if out := j.Suites[0].Cases[0].SystemOut; !strings.Contains(out, "ok   consistency: matches") || !strings.Contains(out, "     consistency: "+why) {
+		t.Errorf("junit system-out:\n%s", out)
+	}
+	b, err := json.Marshal(r.Cases[0])
+	if err != nil || !strings.Contains(string(b), `"not_judged":"`+why+`"`) {
+		t.Errorf("results.json case: %s (%v)", b, err)
+	}
+}
+
+// TestRepeatCounts: the runs of a pair ('run --repeat') share one matrix
+// cell, which counts what they observed and shows the worst state, so a
+// failure that came once in three shows; each case keeps its own name.
+func TestRepeatCounts(t *testing.T) {
+	r := sample()
+	first := r.Cases[0]
+	first.Attempt = 1
+	second, third := first, first
+	second.Attempt, third.Attempt = 2, 3
+	second.Observed, second.Verdict, second.Message = "fail", "fail", "reload: not loaded"
+	r.Cases = append([]scenarios.CaseResult{first, second, third}, r.Cases[1:]...)
+	m := BuildMatrix(r)
+	c := m.Rows[0].Cells[0]
+	if c.Case != 0 || c.Runs != 3 || c.State != StateFail || c.Repeats() != "fail 1 of 3, pass 2 of 3" {
+		t.Errorf("cell of three runs: %+v (%q)", c, c.Repeats())
+	}
+	if once := m.Rows[0].Cells[1]; once.Runs != 1 || once.Repeats() != "" {
+		t.Errorf("cell of one run: %+v", once)
+	}
+	md := Summary(r)
+	if !strings.Contains(md, "| fast-reboot-0.5g | [❌ fail](index.html#case-0) observed fail 1 of 3, pass 2 of 3, expected pass · reload 500 ms |") {
+		t.Errorf("summary.md lacks the counted cell:\n%s", md)
+	}
+	html, err := RenderHTML(r, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(html), `<div class="repeats">observed fail 1 of 3, pass 2 of 3</div>`) {
+		t.Errorf("index.html lacks the counted cell")
+	}
+	if got := CaseName(second); got != "[bootid] fast-reboot-0.5g (fake, embedded) #2" {
+		t.Errorf("CaseName = %q", got)
+	}
+}
+
 // results.json writes [] for empty lists, never null.
 func TestResultsEmptyLists(t *testing.T) {
 	dir := t.TempDir()

@@ -25,7 +25,11 @@ const (
 // CaseName is the JUnit and HTML name of a case:
 // "[<subject>] <scenario> (<nodes>, <cluster>)".
 func CaseName(c scenarios.CaseResult) string {
-	return fmt.Sprintf("[%s] %s (%s, %s)", c.Subject, c.Scenario, c.Nodes, c.Cluster)
+	name := fmt.Sprintf("[%s] %s (%s, %s)", c.Subject, c.Scenario, c.Nodes, c.Cluster)
+	if c.Attempt > 0 {
+		name += fmt.Sprintf(" #%d", c.Attempt)
+	}
+	return name
 }
 
 // Write writes every report of a run into dir: results.json, trace.json,

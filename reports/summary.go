@@ -116,11 +116,16 @@ func writeMatrix(b *strings.Builder, m Matrix) {
 				continue
 			}
 			fmt.Fprintf(b, " [%s](%s#case-%d)", stateMark(c.State), HTMLFile, c.Case)
-			switch c.State {
-			case StateFail, StateError:
+			switch r := c.Repeats(); {
+			case r != "":
+				fmt.Fprintf(b, " observed %s, expected %s", r, c.Expected)
+			case c.State == StateFail || c.State == StateError:
 				fmt.Fprintf(b, " observed %s, expected %s", c.Observed, c.Expected)
-			case StateExpectedFailure:
+			case c.State == StateExpectedFailure:
 				fmt.Fprintf(b, " %s", c.Expected)
+			}
+			if len(c.Unjudged) > 0 {
+				fmt.Fprintf(b, " · ⚠️ partly judged: %s", mdEscape(strings.Join(c.Unjudged, "; ")))
 			}
 			fmt.Fprintf(b, " · %s |", c.Figures.KeyFigure())
 		}
@@ -129,11 +134,14 @@ func writeMatrix(b *strings.Builder, m Matrix) {
 	b.WriteString("\nEach cell: the verdict (☑️ expected failure: the subject failed as expected of it, through the assertions named), then the reload latency, p50 / max over the case's reboots.\n")
 }
 
+// notes are the case's notes and the parts of its assertions that were
+// not judged, for its message.
 func notes(c scenarios.CaseResult) string {
-	if len(c.Notes) == 0 {
+	all := append(append([]string{}, c.Notes...), c.Unjudged()...)
+	if len(all) == 0 {
 		return ""
 	}
-	return " (" + strings.Join(c.Notes, "; ") + ")"
+	return " (" + strings.Join(all, "; ") + ")"
 }
 
 func dist(d Distribution) string {

@@ -206,9 +206,12 @@ func (c *caseRun) checkPrecondition() {
 	c.results = append(c.results, judgePrecondition(c.facts(time.Now()), c.obs.Record()))
 }
 
-// checkReload judges every wait of the case (judgeReload).
+// checkReload judges every wait of the case: the initial load, the
+// worker waits and the reloads (judgeInitialLoad, judgeWorkerWaits,
+// judgeReload).
 func (c *caseRun) checkReload() {
-	c.results = append(c.results, judgeReload(c.facts(time.Now()), c.obs.Record()))
+	f, r := c.facts(time.Now()), c.obs.Record()
+	c.results = append(c.results, judgeInitialLoad(f, r), judgeWorkerWaits(f, r), judgeReload(f, r))
 }
 
 // checkExtraWork judges the loads seen so far.
@@ -244,11 +247,15 @@ func (c *caseRun) checkConsistency(ctx context.Context, wait bool) error {
 	if isFault(err) {
 		return err
 	}
+	res := AssertionResult{Name: AssertConsistency, OK: err == nil, Message: "NodeModulesConfig status matches the kernels"}
 	if err != nil {
-		c.assert(AssertConsistency, false, check().Error()+why)
-		return nil
+		res.Message = check().Error()
 	}
-	c.assert(AssertConsistency, true, "NodeModulesConfig status matches the kernels"+why)
+	if why != "" {
+		res.NotJudged = "boot part not judged: " + why
+		res.Message += " (" + res.NotJudged + ")"
+	}
+	c.results = append(c.results, res)
 	return nil
 }
 
@@ -256,15 +263,13 @@ func (c *caseRun) checkConsistency(ctx context.Context, wait bool) error {
 // boot IDs: KMM before boot-ID support has no status.modules[].bootId,
 // and must not be failed for a field it does not have. It has none when
 // the CRD's schema lacks the field, or when no status entry of this case
-// ever carried one. why is "" when the boot part applies, else the
-// note for the assertion's message.
+// ever carried one. why is "" when the boot part applies, else why not.
 func (c *caseRun) bootApplicable(ctx context.Context) (ok bool, why string) {
-	const na = " (boot part not applicable: "
 	if has, known := c.schemaHasBootID(ctx); known && !has {
-		return false, na + "the NodeModulesConfig CRD has no status.modules[].bootId, so only which modules are listed is compared)"
+		return false, "the NodeModulesConfig CRD has no status.modules[].bootId, so only which modules are listed is compared"
 	}
 	if !c.obs.StatusBootSeen() {
-		return false, na + "no status entry of the subject ever carried a bootId, so only which modules are listed is compared)"
+		return false, "no status entry of the subject ever carried a bootId, so only which modules are listed is compared"
 	}
 	return true, ""
 }

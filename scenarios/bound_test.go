@@ -209,23 +209,69 @@ type expecting struct {
 
 func (e expecting) Expectation(*Scenario) (Expectation, bool) { return e.exp, true }
 
+// scriptedFastReboot is one fast reboot between two reload waits.
+func scriptedFastReboot(deadline time.Duration) *Scenario {
+	return &Scenario{Name: "scripted-fast-reboot", Nodes: 1, Modules: []Module{{Name: "dummy", ModuleName: "dummy"}}, Precondition: "recorded",
+		Deadline:    Duration{Abs: deadline, Set: true},
+		ReloadBound: ReloadBound{FirstLoadTimes: 2, AtLeast: Duration{Abs: 100 * time.Millisecond, Set: true}},
+		Actions: []Action{{Kind: ActWaitReloaded, Line: 1}, {Kind: ActReboot, Downtime: Duration{Abs: time.Millisecond, Set: true}, Wait: true, Line: 2},
+			{Kind: ActWaitReloaded, Line: 3}}}
+}
+
 // runScripted runs one fast reboot with a subject that loads after
 // firstLoad and reloads after reloadAfter, expected to get exp.
 func runScripted(t *testing.T, firstLoad, reloadAfter time.Duration, exp Expectation) CaseResult {
+	t.Helper()
+	return runScriptedScenario(t, scriptedFastReboot(20*time.Second), firstLoad, reloadAfter, exp)
+}
+
+// runScriptedScenario runs s with a subject that loads after firstLoad
+// and reloads after reloadAfter, expected to get exp; opts change the
+// engine first.
+func runScriptedScenario(t *testing.T, s *Scenario, firstLoad, reloadAfter time.Duration, exp Expectation, opts ...func(*Engine)) CaseResult {
 	t.Helper()
 	w := &world{cs: k8sfake.NewClientset(),
 		dyn: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 			map[schema.GroupVersionResource]string{contract.NMCResource: "NodeModulesConfigList"})}
 	e := &Engine{Cluster: scriptedCluster{}, Backend: scriptedBackend{w}, ReadTruth: testTruth, SettleTimeout: 5 * time.Second,
 		clients: func() (kubernetes.Interface, dynamic.Interface, error) { return w.cs, w.dyn, nil }}
-	s := &Scenario{Name: "scripted-fast-reboot", Nodes: 1, Modules: []Module{{Name: "dummy", ModuleName: "dummy"}}, Precondition: "recorded",
-		Deadline:    Duration{Abs: 20 * time.Second, Set: true},
-		ReloadBound: ReloadBound{FirstLoadTimes: 2, AtLeast: Duration{Abs: 100 * time.Millisecond, Set: true}},
-		Actions: []Action{{Kind: ActWaitReloaded, Line: 1}, {Kind: ActReboot, Downtime: Duration{Abs: time.Millisecond, Set: true}, Wait: true, Line: 2},
-			{Kind: ActWaitReloaded, Line: 3}}}
+	for _, o := range opts {
+		o(e)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	return e.Run(ctx, s, expecting{&scriptedSubject{w: w, firstLoad: firstLoad, reloadAfter: reloadAfter}, exp})
+}
+
+// TestInitialLoadFailureIsNotAnExpectedReloadFailure: a subject that never
+// loads anything, expected (as legacy is) to fail through reload, fails
+// the initial load; its reload waits failing too must not make that
+// "failed as expected": the case never reached the state the expectation
+// is about, so the verdict is an error naming the initial load. Expected
+// to fail through initial-load, it is a pass; expected to pass, a fail.
+func TestInitialLoadFailureIsNotAnExpectedReloadFailure(t *testing.T) {
+	never := time.Hour
+	for _, tc := range []struct {
+		name        string
+		exp         Expectation
+		wantVerdict string
+		wantMsg     string
+	}{
+		{"expected fail:reload", Expectation{Outcome: Fail, Assertions: []string{AssertReload}, Source: "test"}, Error, "failed for the wrong reason: the case never reached the state its expectation (fail:reload, test) is about: initial-load: "},
+		{"expected fail (any assertion)", Expectation{Outcome: Fail, Source: "test"}, Error, "initial-load: "},
+		{"expected fail:initial-load", Expectation{Outcome: Fail, Assertions: []string{AssertInitialLoad}, Source: "test"}, Pass, "failed as expected (initial-load: "},
+		{"expected pass", Expectation{Outcome: Pass, Source: "test"}, Fail, "initial-load: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runScriptedScenario(t, scriptedFastReboot(2*time.Second), never, never, tc.exp)
+			if r.Observed != Fail || r.Verdict != tc.wantVerdict || !strings.Contains(r.Message, tc.wantMsg) {
+				t.Errorf("observed %s, verdict %s (%s); want observed fail, verdict %s with %q", r.Observed, r.Verdict, r.Message, tc.wantVerdict, tc.wantMsg)
+			}
+			if a := find(r.Assertions, AssertInitialLoad); a.OK || !strings.Contains(a.Message, "not reloaded within") {
+				t.Errorf("initial-load %+v: want it failed by the wait before the reboot", a)
+			}
+		})
+	}
 }
 
 // TestObservedOutcomeIgnoresTheExpectation: a subject that reloads k x

@@ -49,12 +49,27 @@ type Engine struct {
 }
 
 // Assertion names.
+//
+// initial-load and worker judge the waits that bring a case to the state
+// its disruptions are about: the reload waits before the case's first
+// node disruption (the subject's first load) and the worker-pod waits.
+// reload judges the reload waits after a disruption. A case that fails
+// initial-load or worker never reached that state, so what its later
+// assertions saw says nothing about reboots: judge accepts an expected
+// failure through them only where the expectation names them
+// (Prerequisites).
 const (
 	AssertPrecondition = "precondition"
+	AssertInitialLoad  = "initial-load"
+	AssertWorker       = "worker"
 	AssertReload       = "reload"
 	AssertNoExtraWork  = "no-extra-work"
 	AssertConsistency  = "consistency"
 )
+
+// Prerequisites are the assertions about the state a case must reach
+// before its disruptions mean anything (see the assertion names).
+var Prerequisites = []string{AssertInitialLoad, AssertWorker}
 
 // disruption is a reboot, kubelet restart or network blip of one node.
 type disruption struct {
@@ -148,8 +163,9 @@ func (e *Engine) Run(ctx context.Context, s *Scenario, subj Subject) CaseResult 
 		if until.IsZero() {
 			until = time.Now()
 		}
-		c.e.Health.WaitFresh(ctx, until)
-		if cf := c.checkCluster(until); cf != nil {
+		if herr := c.e.Health.WaitFresh(ctx, until); herr != nil {
+			err = &clusterFaultError{herr.Error()}
+		} else if cf := c.checkCluster(until); cf != nil {
 			err = cf
 		} else if gap := c.checkObservation(until); gap != nil {
 			err = gap
@@ -217,6 +233,12 @@ func judge(scenario, subject string, exp Expectation, results []AssertionResult,
 	}
 	switch {
 	case observed == Fail && exp.Outcome == Fail:
+		for _, a := range results {
+			if !a.OK && slices.Contains(Prerequisites, a.Name) && !slices.Contains(exp.Assertions, a.Name) {
+				return observed, Error, fmt.Sprintf("failed for the wrong reason: the case never reached the state its expectation (%s, %s) is about: %s: %s",
+					exp, exp.Source, a.Name, a.Message)
+			}
+		}
 		if len(exp.Assertions) > 0 && !slices.ContainsFunc(through, func(a string) bool { return slices.Contains(exp.Assertions, a) }) {
 			return observed, Error, fmt.Sprintf("failed for the wrong reason: expected to fail through %s (%s), failed through %s (%s)",
 				strings.Join(exp.Assertions, " or "), exp.Source, strings.Join(through, ", "), msg)
@@ -250,10 +272,6 @@ func newID() string {
 	return hex.EncodeToString(b)
 }
 
-func (c *caseRun) assert(name string, ok bool, msg string) {
-	c.results = append(c.results, AssertionResult{Name: name, OK: ok, Message: msg})
-}
-
 func (c *caseRun) selector() map[string]string { return map[string]string{contract.CaseLabel: c.id} }
 
 // labels are the labels of the objects the case creates: its selector,
@@ -267,12 +285,15 @@ func (c *caseRun) labels() map[string]string {
 }
 
 // waitWorkersDone waits up to timeout until no worker pod of the case is
-// pending or running, and records in the trace what is still active.
-func (c *caseRun) waitWorkersDone(ctx context.Context, timeout time.Duration) {
+// pending or running, and records in the trace what is still active. A
+// worker still active after timeout is an invalid run: the loads it may
+// still make could not be counted, so no-extra-work would judge an
+// unfinished case.
+func (c *caseRun) waitWorkersDone(ctx context.Context, timeout time.Duration) error {
 	if active := c.obs.ActiveWorkers(); len(active) > 0 {
 		c.obs.Action("", fmt.Sprintf("waiting for %d worker pod(s) to finish before judging: %s", len(active), strings.Join(active, ", ")))
 	} else {
-		return
+		return nil
 	}
 	err := c.waitFor(ctx, timeout, func() error {
 		if active := c.obs.ActiveWorkers(); len(active) > 0 {
@@ -280,9 +301,12 @@ func (c *caseRun) waitWorkersDone(ctx context.Context, timeout time.Duration) {
 		}
 		return nil
 	})
-	if err != nil {
-		c.obs.Action("", "judging with "+err.Error())
+	if err == nil || isFault(err) || ctx.Err() != nil {
+		return err // interrupted: the engine says so
 	}
+	c.obs.Action("", "not judged: "+err.Error())
+	return &invalidRunError{fmt.Sprintf("worker pods still active %s after the timeline (the scenario's deadline): %s; the loads they may still make cannot be counted",
+		timeout, strings.Join(c.obs.ActiveWorkers(), ", "))}
 }
 
 func (c *caseRun) backgroundErr() error {

@@ -180,7 +180,8 @@ func TestReloadFailsWithLastState(t *testing.T) {
 		t.Fatalf("waitReloaded = %v, want the timeline aborted", err)
 	}
 	s.c.checkReload()
-	r := s.result(AssertReload)
+	// No disruption came before the wait: it waited for the initial load.
+	r := s.result(AssertInitialLoad)
 	for _, want := range []string{"1 module(s) not reloaded within 300ms (its full timeout: no first load measured yet) in wait-reloaded at line 9",
 		"module dummy not loaded in boot b of node n0", "Ready=True", "ground truth: boot=b modules=[]", "kmm-worker-n0-dummy(Load dummy Succeeded)"} {
 		wantFail(t, r, want)
@@ -194,8 +195,11 @@ func TestReloadFailsWithLastState(t *testing.T) {
 	}
 	// A reload wait that holds is recorded, and the assertion says so.
 	ok.c.checkReload()
-	if r := ok.result(AssertReload); !r.OK || !strings.Contains(r.Message, "every module loaded in each node's current boot in 1 wait(s)") {
-		t.Errorf("reload = %+v, want a passing assertion", r)
+	if r := ok.result(AssertInitialLoad); !r.OK || !strings.Contains(r.Message, "every module loaded in the boot each node started in, in 1 wait(s) before the first disruption") {
+		t.Errorf("initial-load = %+v, want a passing assertion", r)
+	}
+	if r := ok.result(AssertReload); !r.OK || !strings.Contains(r.Message, "no reload wait after a disruption") {
+		t.Errorf("reload = %+v, want a passing assertion with no wait", r)
 	}
 }
 
@@ -206,6 +210,11 @@ func TestJudge(t *testing.T) {
 		{Name: AssertConsistency, OK: false, Message: "stale"}}
 	extra := []AssertionResult{{Name: AssertPrecondition, OK: true}, {Name: AssertNoExtraWork, OK: false, Message: "loaded twice"}}
 	badPre := []AssertionResult{{Name: AssertPrecondition, OK: false, Message: "NotReady seen"}, {Name: AssertReload, OK: false}}
+	neverLoaded := []AssertionResult{{Name: AssertPrecondition, OK: true}, {Name: AssertInitialLoad, OK: false, Message: "not loaded within 30s"},
+		{Name: AssertWorker, OK: true}, {Name: AssertReload, OK: false, Message: "not reloaded"}}
+	noWorker := []AssertionResult{{Name: AssertPrecondition, OK: true}, {Name: AssertInitialLoad, OK: true},
+		{Name: AssertWorker, OK: false, Message: "no Load worker pod running"}, {Name: AssertReload, OK: false, Message: "not reloaded"}}
+	failInitial := Expectation{Outcome: Fail, Assertions: []string{AssertInitialLoad}, Source: "scenario s"}
 	pass := Expectation{Outcome: Pass, Source: "scenario s"}
 	fail := Expectation{Outcome: Fail, Source: "scenario s"}
 	failReload := Expectation{Outcome: Fail, Assertions: []string{AssertReload}, Source: "scenario s"}
@@ -224,6 +233,11 @@ func TestJudge(t *testing.T) {
 		{"a consequence may fail too", failReload, failedTwice, errAborted, Fail, Pass, "failed as expected"},
 		{"legacy fails for the wrong reason", failReload, extra, nil, Fail, Error, "failed for the wrong reason: expected to fail through reload (scenario s), failed through no-extra-work (no-extra-work: loaded twice)"},
 		{"legacy passes a fast reboot: harness broken", fail, okAll, nil, Pass, Fail, "the harness did not catch the bug"},
+		{"never loaded is no expected reload failure", failReload, neverLoaded, errAborted, Fail, Error, "failed for the wrong reason: the case never reached the state its expectation (fail:reload, scenario s) is about: initial-load: not loaded within 30s"},
+		{"never loaded is no expected failure through any assertion", fail, neverLoaded, errAborted, Fail, Error, "the case never reached the state"},
+		{"a missing worker pod is no expected reload failure", failReload, noWorker, errAborted, Fail, Error, "worker: no Load worker pod running"},
+		{"never loaded, expected so", failInitial, neverLoaded, errAborted, Fail, Pass, "failed as expected (initial-load: not loaded within 30s)"},
+		{"never loaded, expected to pass", pass, neverLoaded, errAborted, Fail, Fail, "initial-load: not loaded within 30s"},
 		{"precondition violated is an error", pass, badPre, nil, Error, Error, "invalid run: NotReady seen"},
 		{"precondition violated is an error for legacy too", failReload, badPre, nil, Error, Error, "invalid run: NotReady seen"},
 		{"infrastructure fault", pass, nil, &infraError{errors.New("apiserver gone")}, Error, Error, "infrastructure fault: apiserver gone"},
@@ -322,7 +336,9 @@ func TestLateExtraLoadIsWaitedForAndCounted(t *testing.T) {
 		s.loadPod("2", "Load", "a")
 	}()
 	start := time.Now()
-	s.c.waitWorkersDone(context.Background(), 30*time.Second)
+	if err := s.c.waitWorkersDone(context.Background(), 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	if waited := time.Since(start); waited < 250*time.Millisecond || waited > 20*time.Second {
 		t.Errorf("waited %s for the pending worker", waited)
 	}
@@ -334,9 +350,25 @@ func TestLateExtraLoadIsWaitedForAndCounted(t *testing.T) {
 	d.c.obs.onPod(pending)
 	d.c.obs.onPodDelete(cache.DeletedFinalStateUnknown{Key: "x", Obj: pending})
 	start = time.Now()
-	d.c.waitWorkersDone(context.Background(), 30*time.Second)
+	if err := d.c.waitWorkersDone(context.Background(), 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	if waited := time.Since(start); waited > 5*time.Second {
 		t.Errorf("waited %s for a deleted pod", waited)
+	}
+
+	// A worker still active at the end of the wait: the loads cannot be
+	// counted, so the case is an invalid run (an error), never judged.
+	stuck := newScript(t, "recorded")
+	stuck.c.obs.onPod(pending)
+	err := stuck.c.waitWorkersDone(context.Background(), 300*time.Millisecond)
+	var invalid *invalidRunError
+	if !errors.As(err, &invalid) || !strings.Contains(err.Error(), "worker pods still active 300ms after the timeline") ||
+		!strings.Contains(err.Error(), "Load dummy, Pending") {
+		t.Errorf("waitWorkersDone with a stuck worker = %v, want an invalid run naming it", err)
+	}
+	if _, verdict, msg := judge("s", "bootid", Expectation{Outcome: Pass}, nil, err); verdict != Error || !strings.HasPrefix(msg, "invalid run: worker pods still active") {
+		t.Errorf("judged %s: %s", verdict, msg)
 	}
 }
 
@@ -360,7 +392,8 @@ func TestConsistencyWithoutBootIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := ok.result(AssertConsistency)
-	if !r.OK || !strings.Contains(r.Message, "boot part not applicable: no status entry of the subject ever carried a bootId") {
+	if !r.OK || !strings.Contains(r.Message, "boot part not judged: no status entry of the subject ever carried a bootId") ||
+		r.NotJudged != "boot part not judged: no status entry of the subject ever carried a bootId, so only which modules are listed is compared" {
 		t.Errorf("status without boot IDs matching the kernel: %+v", r)
 	}
 

@@ -59,6 +59,8 @@ type HealthMonitor struct {
 	// counts as a leadership gap; default 5s (or half the lease's
 	// duration, if longer).
 	MinLeaseGap time.Duration
+	// FreshTimeout bounds WaitFresh; default a minute.
+	FreshTimeout time.Duration
 
 	mu     sync.Mutex
 	faults []ClusterFault // closed API and lease faults
@@ -71,7 +73,7 @@ type HealthMonitor struct {
 	cycle      int
 	cycleStart time.Time
 	cycleDone  chan struct{} // closed and replaced at each round's end
-	off        bool          // Start failed: nothing to wait for
+	off        error         // why Start failed: no round will come
 }
 
 type leaseState struct {
@@ -101,10 +103,14 @@ func (h *HealthMonitor) Start(ctx context.Context) error {
 		cs, err = kubernetes.NewForConfigAndClient(rc, hc)
 	}
 	if err != nil {
+		err = fmt.Errorf("health monitor: %w", err)
 		h.mu.Lock()
-		h.off = true
+		h.off = err
+		h.init()
+		close(h.cycleDone) // wakes WaitFresh: no round will come
+		h.cycleDone = make(chan struct{})
 		h.mu.Unlock()
-		return fmt.Errorf("health monitor: %w", err)
+		return err
 	}
 	h.mu.Lock()
 	h.lastOK = time.Now()
@@ -144,27 +150,38 @@ func (h *HealthMonitor) init() {
 
 // WaitFresh waits until a round of probes that began after t has
 // finished and the API's state is settled (not one failure short of a
-// fault), so a fault under way at t is known; or until ctx ends, or a
-// minute passes. It returns at once for a nil monitor.
-func (h *HealthMonitor) WaitFresh(ctx context.Context, t time.Time) {
+// fault), so a fault under way at t is known. It returns an error when
+// the cluster's health at t cannot be known: the monitor could not start,
+// or no such round finished within FreshTimeout. It returns nil when ctx
+// ends (the run is interrupted: no verdict either way), and at once for a
+// nil monitor (an engine run without one, as in tests).
+func (h *HealthMonitor) WaitFresh(ctx context.Context, t time.Time) error {
 	if h == nil {
-		return
+		return nil
 	}
-	limit := time.After(time.Minute)
+	timeout := h.FreshTimeout
+	if timeout == 0 {
+		timeout = time.Minute
+	}
+	limit := time.NewTimer(timeout)
+	defer limit.Stop()
 	for {
 		h.mu.Lock()
 		h.init()
-		fresh, done := (h.cycleStart.After(t) && (h.fails == 0 || h.api != nil)) || h.off, h.cycleDone
+		fresh, done, off := h.cycleStart.After(t) && (h.fails == 0 || h.api != nil), h.cycleDone, h.off
 		h.mu.Unlock()
-		if fresh {
-			return
+		switch {
+		case off != nil:
+			return fmt.Errorf("the cluster's health is unknown: %w", off)
+		case fresh:
+			return nil
 		}
 		select {
 		case <-done:
 		case <-ctx.Done():
-			return
-		case <-limit:
-			return
+			return nil
+		case <-limit.C:
+			return fmt.Errorf("the cluster's health is unknown: the health monitor finished no probe round of the API server and the leader Lease within %s after the case was judged", timeout)
 		}
 	}
 }

@@ -83,7 +83,9 @@ func TestHealthMonitor(t *testing.T) {
 		}
 	}()
 	start := time.Now()
-	h.WaitFresh(ctx, time.Now().Add(100*time.Millisecond))
+	if err := h.WaitFresh(ctx, time.Now().Add(100*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
 	if !h.LeaseObservable() {
 		t.Fatal("the leader Lease is served but not observed")
 	}
@@ -103,7 +105,9 @@ func TestHealthMonitor(t *testing.T) {
 	apiBack := time.Now()
 	// A window after the fault does not see it.
 	time.Sleep(50 * time.Millisecond)
-	h.WaitFresh(ctx, time.Now())
+	if err := h.WaitFresh(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
 	if f := h.Faults(apiBack.Add(10*time.Millisecond), time.Now()); len(f) != 0 {
 		t.Errorf("a window after the fault sees %+v", f)
 	}
@@ -160,6 +164,59 @@ func TestClusterFaultMakesTheCaseAnError(t *testing.T) {
 	s.c.disrupted[0].start = now.Add(-500 * time.Millisecond)
 	if err := s.c.checkCluster(now); err != nil {
 		t.Errorf("a fault before the first disruption: %v", err)
+	}
+}
+
+// clientlessCluster gives a REST config no client can be made of (its
+// client certificate does not exist).
+type clientlessCluster struct{}
+
+func (clientlessCluster) Name() string               { return "test" }
+func (clientlessCluster) GracePeriod() time.Duration { return 10 * time.Second }
+func (clientlessCluster) RESTConfig() *rest.Config {
+	return &rest.Config{Host: "https://127.0.0.1:1", TLSClientConfig: rest.TLSClientConfig{CertFile: "/nonexistent/client.crt", KeyFile: "/nonexistent/client.key"}}
+}
+
+// TestUnknownHealthIsAnError: a monitor that cannot start, or that
+// finishes no probe round after the case, leaves the cluster's health
+// unknown; WaitFresh says so (it used to return as if all was well), and
+// a case judged then is an error naming it, never a verdict.
+func TestUnknownHealthIsAnError(t *testing.T) {
+	ctx := context.Background()
+	// Cannot start: a waiter already waiting is woken, not left to time out.
+	h := &HealthMonitor{Cluster: clientlessCluster{}, FreshTimeout: time.Minute}
+	waited := make(chan error, 1)
+	go func() { waited <- h.WaitFresh(ctx, time.Now()) }()
+	time.Sleep(20 * time.Millisecond)
+	if err := h.Start(ctx); err == nil {
+		t.Fatal("Start with no client: nil error")
+	}
+	select {
+	case err := <-waited:
+		if err == nil || !strings.Contains(err.Error(), "the cluster's health is unknown: health monitor: ") {
+			t.Errorf("WaitFresh on a monitor that could not start = %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("WaitFresh still waits on a monitor that could not start")
+	}
+
+	// Never probing: WaitFresh gives up after FreshTimeout, with an error.
+	idle := &HealthMonitor{Cluster: restCluster{"http://127.0.0.1:1"}, FreshTimeout: 100 * time.Millisecond}
+	if err := idle.WaitFresh(ctx, time.Now()); err == nil || !strings.Contains(err.Error(), "finished no probe round") || !strings.Contains(err.Error(), "100ms") {
+		t.Errorf("WaitFresh on a monitor that never probes = %v", err)
+	}
+	// Interrupted: no error of its own (the case is not run, not faulty).
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := (&HealthMonitor{Cluster: restCluster{"http://127.0.0.1:1"}}).WaitFresh(cctx, time.Now()); err != nil {
+		t.Errorf("WaitFresh on a cancelled context = %v", err)
+	}
+
+	// A whole case judged with the monitor down is an error naming it.
+	r := runScriptedScenario(t, scriptedFastReboot(20*time.Second), 100*time.Millisecond, 100*time.Millisecond, Expectation{Outcome: Pass, Source: "test"},
+		func(e *Engine) { e.Health = h })
+	if r.Verdict != Error || !strings.Contains(r.Message, "the cluster's health is unknown: health monitor:") {
+		t.Errorf("case judged with no health monitor: verdict %s (%s)", r.Verdict, r.Message)
 	}
 }
 

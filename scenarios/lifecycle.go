@@ -182,9 +182,12 @@ func (c *caseRun) judge(ctx context.Context, aborted bool) error {
 	// Work the subject started is judged too: a load it asked for must
 	// not go unseen because its pod had not run yet (a node that just
 	// came back may take a while to start pods).
-	c.waitWorkersDone(ctx, c.s.Deadline.Resolve(c.grace))
+	workersErr := c.waitWorkersDone(ctx, c.s.Deadline.Resolve(c.grace))
 	if err := c.subjectErr(); err != nil {
 		return err
+	}
+	if workersErr != nil {
+		return workersErr
 	}
 	c.checkPrecondition()
 	c.checkReload()

@@ -327,23 +327,86 @@ type ReloadLatency struct {
 	LatencyMS int64 `json:"latency_ms"`
 }
 
-// judgeReload is the reload assertion: every wait of the case held. Its
-// message names the bound and, when it holds, the first load and each
-// node's reload latency; when it fails, the first wait that did not
-// hold and what was missing.
+// initialWait: w is a reload wait that started before the case's first
+// node disruption was launched (the case may have none): it waits for
+// the subject's first load.
+func (f caseFacts) initialWait(w caseWait) bool {
+	if w.kind != waitReload {
+		return false
+	}
+	for _, d := range f.disrupted {
+		if d.start.IsZero() || d.start.Before(w.start) {
+			return false
+		}
+	}
+	return true
+}
+
+// judgeInitialLoad is the initial-load assertion: every reload wait
+// before the case's first node disruption held.
+func judgeInitialLoad(f caseFacts, r Record) AssertionResult {
+	res := AssertionResult{Name: AssertInitialLoad, OK: true}
+	waits := 0
+	for _, w := range f.waits {
+		if !f.initialWait(w) {
+			continue
+		}
+		if jr := judgeWait(f, r, w); !jr.held {
+			res.OK, res.Message = false, waitFailure(w, jr)
+			return res
+		}
+		waits++
+	}
+	if waits == 0 {
+		res.Message = "no reload wait before the first disruption"
+		return res
+	}
+	res.Message = fmt.Sprintf("every module loaded in the boot each node started in, in %d wait(s) before the first disruption", waits)
+	if f.firstLoad > 0 {
+		res.Message += "; first load " + seconds(f.firstLoad)
+	}
+	return res
+}
+
+// judgeWorkerWaits is the worker assertion: every worker-pod wait held.
+func judgeWorkerWaits(f caseFacts, r Record) AssertionResult {
+	res := AssertionResult{Name: AssertWorker, OK: true}
+	waits := 0
+	for _, w := range f.waits {
+		if w.kind != waitWorker {
+			continue
+		}
+		if jr := judgeWait(f, r, w); !jr.held {
+			res.OK, res.Message = false, waitFailure(w, jr)
+			return res
+		}
+		waits++
+	}
+	if waits == 0 {
+		res.Message = "no worker wait in the timeline"
+		return res
+	}
+	res.Message = fmt.Sprintf("%d worker wait(s) held", waits)
+	return res
+}
+
+// judgeReload is the reload assertion: every reload wait after the
+// case's first node disruption held. Its message names the bound and,
+// when it holds, the first load and each node's reload latency; when it
+// fails, the first wait that did not hold and what was missing.
 func judgeReload(f caseFacts, r Record) AssertionResult {
 	res := AssertionResult{Name: AssertReload, OK: true}
 	var reloads []ReloadLatency
 	seen := map[string]bool{}
 	waits := 0
 	for _, w := range f.waits {
+		if w.kind != waitReload || f.initialWait(w) {
+			continue
+		}
 		jr := judgeWait(f, r, w)
 		if !jr.held {
 			res.OK, res.Message = false, waitFailure(w, jr)
 			return res
-		}
-		if w.kind != waitReload {
-			continue
 		}
 		waits++
 		for _, nl := range jr.nodes {
@@ -389,7 +452,11 @@ func (w caseWait) lastOf(nodes []string) string {
 // reloadSummary is the message of a reload assertion that holds.
 func reloadSummary(waits int, firstLoad time.Duration, reloads []ReloadLatency) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "every module loaded in each node's current boot in %d wait(s)", waits)
+	if waits == 0 {
+		b.WriteString("no reload wait after a disruption")
+	} else {
+		fmt.Fprintf(&b, "every module loaded in each node's current boot in %d wait(s) after a disruption", waits)
+	}
 	if firstLoad > 0 {
 		fmt.Fprintf(&b, "; first load %s", seconds(firstLoad))
 	}

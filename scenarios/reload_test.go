@@ -153,7 +153,8 @@ func TestJudgeReload(t *testing.T) {
 	if !ok.OK || ok.Name != AssertReload {
 		t.Fatalf("reload = %+v, want it to hold", ok)
 	}
-	for _, want := range []string{"in 2 wait(s)", "first load 500 ms", "1 reload(s)", "n0 750 ms"} {
+	// The wait before the reboot is the initial load's, not reload's.
+	for _, want := range []string{"in 1 wait(s) after a disruption", "first load 500 ms", "1 reload(s)", "n0 750 ms"} {
 		if !strings.Contains(ok.Message, want) {
 			t.Errorf("message %q lacks %q", ok.Message, want)
 		}
@@ -169,5 +170,48 @@ func TestJudgeReload(t *testing.T) {
 	noReboot := judgeReload(reloadFacts(firstWait), reloadRecord(truths[:2]...))
 	if !noReboot.OK || !strings.Contains(noReboot.Message, "no reboot to reload after") {
 		t.Errorf("no reboot: %+v", noReboot)
+	}
+}
+
+// The waits before a case's first disruption are the initial load's, the
+// worker waits the worker assertion's, and neither is judged by reload.
+func TestJudgeInitialLoadAndWorkerWaits(t *testing.T) {
+	truths := []TruthSeen{{At: at(1), BootID: "a"}, {At: at(2.5), BootID: "a", Modules: []string{"dummy"}}, {At: at(12), BootID: "b"},
+		{At: at(13.25), BootID: "b", Modules: []string{"dummy"}}}
+	worker := caseWait{kind: waitWorker, what: "wait-worker at line 3", nodes: []string{"n0"}, worker: Action{WorkerAction: "Load", State: "running"},
+		start: at(2), timeout: 5 * time.Second, end: at(7.1)}
+	f := reloadFacts(reloadWait(2, 30, 2.6), worker, reloadWait(12, 5, 13.3))
+	if !f.initialWait(f.waits[0]) || f.initialWait(f.waits[1]) || f.initialWait(f.waits[2]) {
+		t.Errorf("initial waits: %v %v %v, want only the first", f.initialWait(f.waits[0]), f.initialWait(f.waits[1]), f.initialWait(f.waits[2]))
+	}
+	r := reloadRecord(truths...)
+	r.Pods = []podObs{{node: "n0", action: "Load", created: at(2.1), runningAt: at(2.2)}}
+	if a := judgeInitialLoad(f, r); !a.OK || !strings.Contains(a.Message, "in 1 wait(s) before the first disruption; first load 500 ms") {
+		t.Errorf("initial-load %+v", a)
+	}
+	if a := judgeWorkerWaits(f, r); !a.OK || a.Message != "1 worker wait(s) held" {
+		t.Errorf("worker %+v", a)
+	}
+
+	// Never loaded: the initial load fails, the reload too, separately.
+	never := reloadRecord(truths[0], truths[2])
+	never.Pods = r.Pods
+	if a := judgeInitialLoad(f, never); a.OK || !strings.Contains(a.Message, "module dummy not loaded in boot a of node n0") {
+		t.Errorf("initial-load of a subject that never loads: %+v", a)
+	}
+	if a := judgeReload(f, never); a.OK || !strings.Contains(a.Message, "module dummy not loaded in boot b of node n0") {
+		t.Errorf("reload of a subject that never loads: %+v", a)
+	}
+
+	// No worker pod: the worker assertion fails, not reload.
+	noPod := reloadRecord(truths...)
+	if a := judgeWorkerWaits(f, noPod); a.OK || !strings.Contains(a.Message, "no Load worker pod running on node n0") {
+		t.Errorf("worker without a pod: %+v", a)
+	}
+	if a := judgeReload(f, noPod); !a.OK {
+		t.Errorf("reload judged a worker wait: %+v", a)
+	}
+	if a := judgeWorkerWaits(reloadFacts(), noPod); !a.OK || a.Message != "no worker wait in the timeline" {
+		t.Errorf("worker with no wait: %+v", a)
 	}
 }

@@ -48,6 +48,9 @@ type CaseResult struct {
 	Cluster     string   `json:"cluster"`
 	Nodes       string   `json:"nodes"`
 	NodeCount   int      `json:"node_count"`
+	// Attempt is which repetition of its scenario x subject the case is,
+	// 1 to N with 'run --repeat N'; 0 when each ran once.
+	Attempt int `json:"attempt,omitempty"`
 	// Expected and Observed are pass or fail (observed may be error).
 	Expected string `json:"expected"`
 	// ExpectedAssertions, with Expected fail, are the assertions the
@@ -79,9 +82,26 @@ type AssertionResult struct {
 	Name    string `json:"name"`
 	OK      bool   `json:"ok"`
 	Message string `json:"message,omitempty"`
+	// NotJudged names a part of the assertion that was left out, and why:
+	// consistency's boot part where the subject's API has no boot IDs.
+	// Reports show it beside the verdict, so a pass that judged less is
+	// never mistaken for a whole one.
+	NotJudged string `json:"not_judged,omitempty"`
 	// Reloads, for a reload assertion that holds, is every reload it
 	// judged: each node's latency in each new boot.
 	Reloads []ReloadLatency `json:"reloads,omitempty"`
+}
+
+// Unjudged lists the parts of the case's assertions that were left out:
+// "consistency: boot part not judged: ...".
+func (c CaseResult) Unjudged() []string {
+	var out []string
+	for _, a := range c.Assertions {
+		if a.NotJudged != "" {
+			out = append(out, a.Name+": "+a.NotJudged)
+		}
+	}
+	return out
 }
 
 // ReloadBoundResult is the reload bound a case ran with (ReloadBound).

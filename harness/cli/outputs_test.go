@@ -181,3 +181,45 @@ func TestKubeconfigOut(t *testing.T) {
 		t.Errorf("a file this run did not create was removed or changed: %q", b)
 	}
 }
+
+// TestReportExitCodes: the exit code follows the verdicts; a run whose
+// every case was skipped judged nothing and must not exit 0.
+func TestReportExitCodes(t *testing.T) {
+	c := func(verdict string) scenarios.CaseResult {
+		return scenarios.CaseResult{Scenario: "fast-reboot-0.5g", Subject: "bootid", Cluster: "embedded", Nodes: "simulated", NodeCount: 1,
+			Expected: scenarios.Pass, Observed: verdict, Verdict: verdict, Message: "m"}
+	}
+	for _, tc := range []struct {
+		name     string
+		verdicts []string
+		want     int
+		wantText string
+	}{
+		{name: "all pass", verdicts: []string{scenarios.Pass, scenarios.Pass}, want: ExitOK},
+		{name: "pass and skipped", verdicts: []string{scenarios.Pass, scenarios.Skipped}, want: ExitOK},
+		{name: "a failure", verdicts: []string{scenarios.Pass, scenarios.Fail, scenarios.Skipped}, want: ExitFailed, wantText: "1 case(s) failed"},
+		{name: "an error", verdicts: []string{scenarios.Fail, scenarios.Error}, want: ExitInfra, wantText: "could not be judged"},
+		{name: "all skipped", verdicts: []string{scenarios.Skipped, scenarios.Skipped}, want: ExitAllSkipped, wantText: "all 2 case(s) were skipped"},
+		{name: "no case", want: ExitAllSkipped, wantText: "no case ran"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var res scenarios.Results
+			for _, v := range tc.verdicts {
+				res.Cases = append(res.Cases, c(v))
+			}
+			var out, errb bytes.Buffer
+			rc := &runContext{s: Streams{Out: &out, Err: &errb}, o: runOptions{reportDir: dir}}
+			err := rc.report(context.Background(), dir, res, time.Now())
+			if tc.want == ExitOK {
+				if err != nil {
+					t.Fatalf("report = %v, want exit 0", err)
+				}
+				return
+			}
+			if err == nil || exitCode(t, err) != tc.want || !strings.Contains(err.Error(), tc.wantText) {
+				t.Errorf("report = %v, want exit %d with %q", err, tc.want, tc.wantText)
+			}
+		})
+	}
+}

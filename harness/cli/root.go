@@ -21,13 +21,17 @@ import (
 // Exit codes. A CI job can tell them apart: 1 is a verdict about the
 // subject; 2 means the command line or an input file must change (nothing
 // ran); 3 means no verdict could be given this time (an error verdict, an
-// interruption, a fault of the infrastructure), and a rerun may give one.
+// interruption, a fault of the infrastructure), and a rerun may give one;
+// 4 means every case was skipped (the nodes or the subject lack what the
+// selected scenarios need), so nothing was judged: a job that asked for
+// verdicts must not pass on none.
 const (
-	ExitOK      = 0
-	ExitFailed  = 1
-	ExitUsage   = 2
-	ExitInfra   = 3
-	programName = "bootproof"
+	ExitOK         = 0
+	ExitFailed     = 1
+	ExitUsage      = 2
+	ExitInfra      = 3
+	ExitAllSkipped = 4
+	programName    = "bootproof"
 )
 
 // ForcedCleanupTimeout bounds the cleanup after a second SIGINT or

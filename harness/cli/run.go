@@ -37,6 +37,7 @@ type runOptions struct {
 	grace         time.Duration
 	monitor       time.Duration
 	parallel      int
+	repeat        int
 	maxNodes      int
 	reportDir     string
 	kubeconfig    string
@@ -65,6 +66,8 @@ const (
 	// once on 2 cores (a 3-node storm, two cases in parallel), and a fast
 	// reboot must still stay inside the grace period.
 	DefaultVMGrace = 45 * time.Second
+	// MaxRepeat bounds --repeat: a hundred runs of the catalog take hours.
+	MaxRepeat = 100
 	// DefaultVMMaxNodes caps scenarios' node counts on VMs (each is a
 	// TCG guest of 512 MiB and a busy core while it boots).
 	DefaultVMMaxNodes = 3
@@ -104,6 +107,7 @@ fault), an interrupted run, or an infrastructure fault outside the cases.`,
 	f.DurationVar(&o.grace, "grace-period", 0, fmt.Sprintf("node-monitor-grace-period: set on the embedded cluster (default %s, %s with --nodes libvirt), required with --cluster kubeconfig", DefaultRunGrace, DefaultVMGrace))
 	f.DurationVar(&o.monitor, "monitor-period", DefaultRunMonitor, "node-monitor-period of the embedded cluster")
 	f.IntVar(&o.parallel, "parallel", 2, "cases run at once")
+	f.IntVar(&o.repeat, "repeat", 1, fmt.Sprintf("run every scenario x subject this many times (at most %d), each a case of its own: the matrix counts what each pair observed (\"fail 3 of 5\"), telling a failure that comes every time from one that comes by chance", MaxRepeat))
 	f.IntVar(&o.maxNodes, "max-nodes", 0, fmt.Sprintf("cap every scenario's node count (0: no cap; with --nodes libvirt the default is %d)", DefaultVMMaxNodes))
 	f.StringVar(&o.reportDir, "report-dir", "", "report directory: new or empty (default a new "+DefaultReportRoot+"/<timestamp>-<random>, with "+DefaultReportRoot+"/latest pointing to it)")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig for --cluster kubeconfig (default $KUBECONFIG)")
@@ -171,6 +175,9 @@ func (o *runOptions) validate() (runPlan, error) {
 	}
 	if o.parallel < 1 {
 		return p, withCode(ExitUsage, fmt.Errorf("invalid --parallel %d: accepted: 1 or more", o.parallel))
+	}
+	if o.repeat < 1 || o.repeat > MaxRepeat {
+		return p, withCode(ExitUsage, fmt.Errorf("invalid --repeat %d: accepted: 1 to %d", o.repeat, MaxRepeat))
 	}
 	if !slices.Contains([]string{"embedded", "kind", "kubeconfig"}, o.cluster) {
 		return p, withCode(ExitUsage, fmt.Errorf("invalid --cluster %q: accepted: embedded, kind, kubeconfig", o.cluster))
@@ -276,7 +283,7 @@ func (rc *runContext) run(ctx context.Context) error {
 	start := time.Now()
 	prog.start()
 	res := runner.Run(ctx, runner.Config{Cluster: cl, Backend: nodes, Subjects: subjects,
-		Scenarios: rc.plan.scenarios, Parallel: rc.o.parallel, MaxNodes: rc.o.maxNodes, Progress: prog, RunID: run.ID})
+		Scenarios: rc.plan.scenarios, Parallel: rc.o.parallel, Repeat: rc.o.repeat, MaxNodes: rc.o.maxNodes, Progress: prog, RunID: run.ID})
 	prog.stop()
 	if er, ok := cl.(environmentReporter); ok {
 		maps.Copy(env, er.Environment(ctx))
@@ -391,7 +398,7 @@ func (rc *runContext) startNodes(ctx context.Context, cl scenarios.Cluster, dir 
 
 // report writes the reports, prints the summary and returns the exit
 // code's error: interrupted or an error verdict (ExitInfra), a failed
-// verdict (ExitFailed).
+// verdict (ExitFailed), every case skipped (ExitAllSkipped).
 func (rc *runContext) report(ctx context.Context, dir string, res scenarios.Results, start time.Time) error {
 	s := rc.s
 	if err := reports.Write(dir, res, time.Now()); err != nil {
@@ -417,6 +424,10 @@ func (rc *runContext) report(ctx context.Context, dir string, res scenarios.Resu
 		return failure(fmt.Errorf("%d case(s) could not be judged (invalid run or infrastructure fault); see %s", n.Error, filepath.Join(dir, reports.SummaryFile)))
 	case n.Fail > 0:
 		return withCode(ExitFailed, fmt.Errorf("%d case(s) failed; see %s", n.Fail, filepath.Join(dir, reports.SummaryFile)))
+	case n.Pass == 0 && n.Skipped > 0:
+		return withCode(ExitAllSkipped, fmt.Errorf("no verdict: all %d case(s) were skipped (the nodes or the subject lack what the scenarios need; each case's reason is in %s)", n.Skipped, filepath.Join(dir, reports.SummaryFile)))
+	case n.Pass == 0:
+		return withCode(ExitAllSkipped, errors.New("no verdict: no case ran"))
 	}
 	return nil
 }

@@ -237,7 +237,8 @@ expect:
 		case "slow-reboot-1.5g":
 			ok := slices.ContainsFunc(c.Assertions, func(a scenarios.AssertionResult) bool {
 				return a.Name == scenarios.AssertConsistency && a.OK &&
-					strings.Contains(a.Message, "boot part not applicable: the NodeModulesConfig CRD has no status.modules[].bootId")
+					strings.Contains(a.Message, "boot part not judged: the NodeModulesConfig CRD has no status.modules[].bootId") &&
+					strings.HasPrefix(a.NotJudged, "boot part not judged: the NodeModulesConfig CRD")
 			})
 			if c.Observed != scenarios.Pass || !ok {
 				t.Errorf("slow-reboot-1.5g observed %s; assertions %+v", c.Observed, c.Assertions)

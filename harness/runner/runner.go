@@ -30,6 +30,11 @@ type Config struct {
 	Scenarios []*scenarios.Scenario
 	// Parallel is how many cases run at once; default 1.
 	Parallel int
+	// Repeat runs every scenario x subject this many times, each a case
+	// of its own (CaseResult.Attempt 1 to Repeat), so a report can tell a
+	// failure that comes every time from one that comes by chance;
+	// default 1.
+	Repeat int
 	// MaxNodes caps scenario node counts (0: none).
 	MaxNodes int
 	Progress Progress
@@ -69,27 +74,34 @@ type ClusterWide interface {
 }
 
 type job struct {
-	i    int
-	s    *scenarios.Scenario
-	subj scenarios.Subject
+	i       int
+	s       *scenarios.Scenario
+	subj    scenarios.Subject
+	attempt int // 0 when every case runs once
 }
 
-// Run runs every scenario with every subject. Subjects scoped to a case
-// (the in-process ones) run first, their cases Parallel at once; then
-// each ClusterWide subject in turn, set up once. Results are in scenario
-// order, then subject order.
+// Run runs every scenario with every subject, Repeat times. Subjects
+// scoped to a case (the in-process ones) run first, their cases Parallel
+// at once; then each ClusterWide subject in turn, set up once. Results
+// are in scenario order, then subject order, then attempt.
 func Run(ctx context.Context, cfg Config) scenarios.Results {
 	var scoped []job
 	wide := map[scenarios.Subject][]job{}
 	n := 0
+	repeat := max(1, cfg.Repeat)
 	for _, s := range cfg.Scenarios {
 		for _, subj := range cfg.Subjects {
-			j := job{n, s, subj}
-			n++
-			if _, ok := subj.(ClusterWide); ok {
-				wide[subj] = append(wide[subj], j)
-			} else {
-				scoped = append(scoped, j)
+			for a := range repeat {
+				j := job{i: n, s: s, subj: subj}
+				if repeat > 1 {
+					j.attempt = a + 1
+				}
+				n++
+				if _, ok := subj.(ClusterWide); ok {
+					wide[subj] = append(wide[subj], j)
+				} else {
+					scoped = append(scoped, j)
+				}
 			}
 		}
 	}
@@ -104,6 +116,8 @@ func Run(ctx context.Context, cfg Config) scenarios.Results {
 		mon.Wait()
 	}()
 	eng.Health = &scenarios.HealthMonitor{Cluster: cfg.Cluster}
+	// A monitor that cannot start leaves every case's cluster health
+	// unknown: each case is then an error naming it (WaitFresh).
 	mon.Go(func() {
 		if err := eng.Health.Start(monCtx); err != nil {
 			logr.FromContextOrDiscard(ctx).Error(err, "cluster health monitor")
@@ -175,6 +189,7 @@ func runJobs(ctx context.Context, cfg Config, eng *scenarios.Engine, jobs []job,
 				cfg.Progress.Started(j.s.Name, j.subj.Name())
 			}
 			r := eng.Run(ctx, j.s, j.subj)
+			r.Attempt = j.attempt
 			if note != "" {
 				r.Notes = append(r.Notes, note)
 			}
@@ -193,5 +208,5 @@ func notRun(cfg Config, j job, msg string) scenarios.CaseResult {
 	exp, _ := scenarios.ExpectationFor(j.s, j.subj)
 	return scenarios.CaseResult{Scenario: j.s.Name, Subject: j.subj.Name(), Cluster: cfg.Cluster.Name(),
 		Nodes: cfg.Backend.Name(), Expected: exp.Outcome, ExpectedAssertions: exp.Assertions, Observed: scenarios.Error,
-		Verdict: scenarios.Error, Message: msg, Assertions: []scenarios.AssertionResult{}, Reboots: []scenarios.RebootMetric{}}
+		Verdict: scenarios.Error, Message: msg, Assertions: []scenarios.AssertionResult{}, Reboots: []scenarios.RebootMetric{}, Attempt: j.attempt}
 }
