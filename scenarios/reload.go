@@ -342,51 +342,48 @@ func (f caseFacts) initialWait(w caseWait) bool {
 	return true
 }
 
-// judgeInitialLoad is the initial-load assertion: every reload wait
-// before the case's first node disruption held.
-func judgeInitialLoad(f caseFacts, r Record) AssertionResult {
-	res := AssertionResult{Name: AssertInitialLoad, OK: true}
-	waits := 0
+// judgeWaitsOf judges the waits of f that pick selects: the first that
+// did not hold fails the assertion name; held counts those that held.
+func judgeWaitsOf(name string, f caseFacts, r Record, pick func(caseWait) bool) (res AssertionResult, held int) {
 	for _, w := range f.waits {
-		if !f.initialWait(w) {
+		if !pick(w) {
 			continue
 		}
 		if jr := judgeWait(f, r, w); !jr.held {
-			res.OK, res.Message = false, waitFailure(w, jr)
-			return res
+			return AssertionResult{Name: name, Message: waitFailure(w, jr)}, held
 		}
-		waits++
+		held++
 	}
-	if waits == 0 {
+	return AssertionResult{Name: name, OK: true}, held
+}
+
+// judgeInitialLoad is the initial-load assertion: every reload wait
+// before the case's first node disruption held.
+func judgeInitialLoad(f caseFacts, r Record) AssertionResult {
+	res, waits := judgeWaitsOf(AssertInitialLoad, f, r, f.initialWait)
+	switch {
+	case !res.OK:
+	case waits == 0:
 		res.Message = "no reload wait before the first disruption"
-		return res
-	}
-	res.Message = fmt.Sprintf("every module loaded in the boot each node started in, in %d wait(s) before the first disruption", waits)
-	if f.firstLoad > 0 {
-		res.Message += "; first load " + seconds(f.firstLoad)
+	default:
+		res.Message = fmt.Sprintf("every module loaded in the boot each node started in, in %d wait(s) before the first disruption", waits)
+		if f.firstLoad > 0 {
+			res.Message += "; first load " + seconds(f.firstLoad)
+		}
 	}
 	return res
 }
 
 // judgeWorkerWaits is the worker assertion: every worker-pod wait held.
 func judgeWorkerWaits(f caseFacts, r Record) AssertionResult {
-	res := AssertionResult{Name: AssertWorker, OK: true}
-	waits := 0
-	for _, w := range f.waits {
-		if w.kind != waitWorker {
-			continue
-		}
-		if jr := judgeWait(f, r, w); !jr.held {
-			res.OK, res.Message = false, waitFailure(w, jr)
-			return res
-		}
-		waits++
-	}
-	if waits == 0 {
+	res, waits := judgeWaitsOf(AssertWorker, f, r, func(w caseWait) bool { return w.kind == waitWorker })
+	switch {
+	case !res.OK:
+	case waits == 0:
 		res.Message = "no worker wait in the timeline"
-		return res
+	default:
+		res.Message = fmt.Sprintf("%d worker wait(s) held", waits)
 	}
-	res.Message = fmt.Sprintf("%d worker wait(s) held", waits)
 	return res
 }
 
