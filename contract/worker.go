@@ -27,3 +27,11 @@ var NMCResource = schema.GroupVersionResource{Group: "kmm.sigs.x-k8s.io", Versio
 
 // NMCKind is NMCResource's kind.
 const NMCKind = "NodeModulesConfig"
+
+// StartDelayAnnotation, on a pod, asks the lightweight kubelet (simulated
+// nodes and VM guests) to start the pod's containers this much later than
+// its pod start latency (a Go duration, "3s"), as kwok's stage delays are
+// set per pod. bootproof's slow-pod-start calibration variant sets it on
+// its loader pods, to be a correct operator whose pods start slowly; a
+// real kubelet ignores it.
+const StartDelayAnnotation = "bootproof.io/start-delay"

@@ -22,6 +22,8 @@ func TestContractConstants(t *testing.T) {
 			"kmm/worker.ActionLabel": worker.ActionLabel, "contract.WorkerActionLabel": contract.WorkerActionLabel}},
 		{"worker config annotation", map[string]string{
 			"kmm/worker.ConfigAnnotation": worker.ConfigAnnotation, "contract.WorkerConfigAnnotation": contract.WorkerConfigAnnotation}},
+		{"start delay annotation", map[string]string{
+			"kmm/worker.StartDelayAnnotation": worker.StartDelayAnnotation, "contract.StartDelayAnnotation": contract.StartDelayAnnotation}},
 		{"worker container", map[string]string{
 			"kmm/worker.ContainerName": worker.ContainerName, "contract.WorkerContainerName": contract.WorkerContainerName}},
 		{"load action", map[string]string{

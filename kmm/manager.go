@@ -21,6 +21,7 @@ import (
 	kmmv1beta1 "github.com/bootproof/bootproof/kmm/api/v1beta1"
 	"github.com/bootproof/bootproof/kmm/controller"
 	"github.com/bootproof/bootproof/kmm/detect"
+	"github.com/bootproof/bootproof/kmm/variant"
 	"github.com/bootproof/bootproof/kmm/worker"
 )
 
@@ -108,12 +109,13 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 		OnPanic:                 o.OnPanic,
+		Variant:                 variant.Name(o.Variant),
 	}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("set up reconciler: %w", err)
 	}
 	o.Logger.Info("reconciler configured", "detector", o.Detector, "recordBootFrom", o.RecordBootFrom,
-		"workerNamespaces", o.WorkerNamespaces, "leaderElection", o.LeaderElection)
+		"workerNamespaces", o.WorkerNamespaces, "leaderElection", o.LeaderElection, "variant", o.Variant)
 	return mgr, nil
 }
 

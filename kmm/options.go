@@ -12,6 +12,7 @@ import (
 
 	"github.com/bootproof/bootproof/kmm/controller"
 	"github.com/bootproof/bootproof/kmm/detect"
+	"github.com/bootproof/bootproof/kmm/variant"
 )
 
 // Defaults.
@@ -83,6 +84,13 @@ type Options struct {
 	// HealthProbeBindAddress serves /healthz and /readyz
 	// (--health-probe-bind-address); empty or "0" turns them off.
 	HealthProbeBindAddress string
+	// Variant seeds one calibration defect or slowness (--variant; package
+	// variant): a reference operator whose verdict is known, for 'make
+	// calibrate'. Empty (or "none") is the correct reconciler. The variant
+	// legacy-detector sets Detector to legacy, boot-from-node sets
+	// RecordBootFrom to node and slow-start turns LeaderElection on; any
+	// other value of those is an error with a variant.
+	Variant string
 	// Logger receives the manager's and the reconciler's logs.
 	Logger logr.Logger
 	// Clock stamps lastTransitionTime when a worker reports no finish time.
@@ -116,6 +124,21 @@ func (e *OptionsError) Render(name string) string {
 
 // Default returns a copy of o with every unset field filled in.
 func (o Options) Default() Options {
+	if o.Variant == "none" {
+		o.Variant = ""
+	}
+	switch variant.Name(o.Variant) {
+	case variant.LegacyDetector:
+		if o.Detector == "" || o.Detector == DefaultDetector {
+			o.Detector = detect.Legacy
+		}
+	case variant.BootFromNode:
+		if o.RecordBootFrom == "" || o.RecordBootFrom == DefaultRecordBootFrom {
+			o.RecordBootFrom = string(controller.BootFromNode)
+		}
+	case variant.SlowStart:
+		o.LeaderElection = true
+	}
 	if o.Detector == "" {
 		o.Detector = DefaultDetector
 	}
@@ -153,6 +176,18 @@ func (o Options) Validate() error {
 	if !detect.Known(o.Detector) {
 		return &OptionsError{Field: field.NewPath("Detector"), Value: o.Detector,
 			Accepted: strings.Join(detect.Names, ", ") + " (bootid compares boot IDs; legacy is the negative control that misses fast reboots)"}
+	}
+	if _, err := variant.Parse(o.Variant); err != nil {
+		return &OptionsError{Field: field.NewPath("Variant"), Value: o.Variant,
+			Accepted: "none, " + strings.Join(variant.Names(), ", ") + " (calibration variants: one seeded defect or slowness each)"}
+	}
+	if v := variant.Name(o.Variant); v != variant.None && v != variant.LegacyDetector && o.Detector != DefaultDetector {
+		return &OptionsError{Field: field.NewPath("Detector"), Value: o.Detector,
+			Accepted: DefaultDetector + " with variant " + o.Variant + " (a variant seeds exactly one defect)"}
+	}
+	if v := variant.Name(o.Variant); v != variant.None && v != variant.BootFromNode && o.RecordBootFrom != DefaultRecordBootFrom {
+		return &OptionsError{Field: field.NewPath("RecordBootFrom"), Value: o.RecordBootFrom,
+			Accepted: DefaultRecordBootFrom + " with variant " + o.Variant + " (a variant seeds exactly one defect)"}
 	}
 	if o.MaxConcurrentReconciles < 1 {
 		return &OptionsError{Field: field.NewPath("MaxConcurrentReconciles"), Value: fmt.Sprint(o.MaxConcurrentReconciles),

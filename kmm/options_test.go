@@ -22,6 +22,29 @@ func TestOptionsDefault(t *testing.T) {
 	}
 }
 
+// The detector, boot-source and leader-election variants set those
+// options; "none" is the correct reconciler.
+func TestOptionsVariant(t *testing.T) {
+	for _, tc := range []struct {
+		variant, detector, bootFrom, wantVariant string
+		leader                                   bool
+	}{
+		{"none", "bootid", "worker", "", false},
+		{"legacy-detector", "legacy", "worker", "legacy-detector", false},
+		{"boot-from-node", "bootid", "node", "boot-from-node", false},
+		{"slow-start", "bootid", "worker", "slow-start", true},
+		{"no-reload", "bootid", "worker", "no-reload", false},
+	} {
+		o := kmm.Options{Variant: tc.variant}.Default()
+		if o.Detector != tc.detector || o.RecordBootFrom != tc.bootFrom || o.Variant != tc.wantVariant || o.LeaderElection != tc.leader {
+			t.Errorf("variant %s: detector %s, boot from %s, variant %q, leader election %v", tc.variant, o.Detector, o.RecordBootFrom, o.Variant, o.LeaderElection)
+		}
+		if err := o.Validate(); err != nil {
+			t.Errorf("variant %s: %v", tc.variant, err)
+		}
+	}
+}
+
 func TestOptionsValidate(t *testing.T) {
 	tests := []struct {
 		name string
@@ -33,6 +56,9 @@ func TestOptionsValidate(t *testing.T) {
 		{"bad worker namespace", kmm.Options{WorkerNamespaces: []string{"Kmm_System"}}, []string{"WorkerNamespaces[0]", "Kmm_System"}},
 		{"negative burst", kmm.Options{Burst: -1}, []string{"Burst", `"-1"`, "1 or more"}},
 		{"bad leader election namespace", kmm.Options{LeaderElection: true, LeaderElectionNamespace: "a/b"}, []string{"LeaderElectionNamespace"}},
+		{"unknown variant", kmm.Options{Variant: "slow"}, []string{"Variant", `"slow"`, "none", "no-reload", "slow-start"}},
+		{"a variant with a second defect", kmm.Options{Variant: "no-reload", Detector: "legacy"}, []string{"Detector", `"legacy"`, "exactly one defect"}},
+		{"a variant with the node boot source", kmm.Options{Variant: "two-workers", RecordBootFrom: "node"}, []string{"RecordBootFrom", "exactly one defect"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

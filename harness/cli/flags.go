@@ -38,6 +38,7 @@ var flagOf = map[string]string{
 	"MaxConcurrentReconciles": "--max-concurrent-reconciles",
 	"QPS":                     "--kube-api-qps",
 	"Burst":                   "--kube-api-burst",
+	"Variant":                 "--variant",
 }
 
 // flagError is a typed library error rendered with the flag that set

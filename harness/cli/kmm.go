@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -11,7 +12,13 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/bootproof/bootproof/kmm"
+	"github.com/bootproof/bootproof/kmm/variant"
 )
+
+func variantSummary(name string) string {
+	v, _ := variant.Lookup(variant.Name(name))
+	return v.Summary
+}
 
 type kmmOptions struct {
 	o          kmm.Options
@@ -45,6 +52,7 @@ the KUBECONFIG bootproof gives it and stops on SIGTERM.`,
 	f := cmd.Flags()
 	f.StringVar(&ko.o.Detector, "detector", kmm.DefaultDetector, "reboot detection: bootid or legacy (the negative control that misses fast reboots)")
 	f.StringVar(&ko.o.RecordBootFrom, "record-boot-from", kmm.DefaultRecordBootFrom, "boot recorded for a finished load: worker (the worker's termination message, else the node's boot ID) or node (the node's boot ID at sync time: a known bug, kept as a control)")
+	f.StringVar(&ko.o.Variant, "variant", "none", "calibration variant: one seeded defect or slowness ("+strings.Join(variant.Names(), ", ")+"); none is the correct reconciler")
 	f.StringSliceVar(&ko.o.WorkerNamespaces, "worker-namespace", nil, "namespaces worker pods run in (the modules' namespaces); repeat or separate with commas (default: all namespaces)")
 	f.BoolVar(&ko.o.LeaderElection, "leader-elect", true, "use leader election, so that only one instance reconciles")
 	f.StringVar(&ko.o.LeaderElectionNamespace, "leader-election-namespace", kmm.DefaultLeaderElectionNamespace, "namespace of the leader-election Lease")
@@ -83,6 +91,9 @@ func runKMM(cmd *cobra.Command, s Streams, ko kmmOptions) error {
 			return withCode(ExitUsage, fmt.Errorf("%w; or give --install", err))
 		}
 		return failure(err)
+	}
+	if o.Variant != "" {
+		fmt.Fprintf(s.Out, "calibration variant %s: %s\n", o.Variant, variantSummary(o.Variant))
 	}
 	fmt.Fprintf(s.Out, "kmm reconciler starting: detector %s, boot recorded from %s, leader election %v; Ctrl-C stops it\n",
 		o.Detector, o.RecordBootFrom, o.LeaderElection)

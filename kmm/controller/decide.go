@@ -8,6 +8,7 @@ import (
 
 	kmmv1beta1 "github.com/bootproof/bootproof/kmm/api/v1beta1"
 	"github.com/bootproof/bootproof/kmm/detect"
+	"github.com/bootproof/bootproof/kmm/variant"
 	"github.com/bootproof/bootproof/kmm/worker"
 )
 
@@ -62,18 +63,29 @@ func (r *Reconciler) processSpec(ctx context.Context, p *pending, spec *kmmv1bet
 			log.Info("config changed; unloading the old config first", "bootID", bootID)
 			r.plan(p, status.ModuleItem, status.Config, worker.ActionUnload)
 		} else {
+			if r.is(variant.IgnoreKernelChange) {
+				log.Info("calibration variant: kernel version changed; ignoring it", "bootID", bootID)
+				return
+			}
 			log.Info("config and kernel version changed; loading", "bootID", bootID,
 				"kernelVersion", spec.Config.KernelVersion, "oldKernelVersion", status.Config.KernelVersion)
 			r.plan(p, spec.ModuleItem, spec.Config, worker.ActionLoad)
 		}
 	default:
 		v := r.Detector.Rebooted(p.node, status)
+		if r.is(variant.UpdateEventsOnly) {
+			v = r.rebootedSinceSeen(p.node, key)
+		}
 		if !v.Rebooted {
 			log.V(1).Info("module loaded in this boot; nothing to do", "bootID", bootID, "detector", r.Detector.Name(), "why", v.Reason)
 			return
 		}
 		log.Info("reboot detected; loading again", "bootID", bootID, "oldBootID", status.BootID,
 			"detector", r.Detector.Name(), "why", v.Reason)
+		if r.is(variant.NoReload) {
+			log.Info("calibration variant: reboot detected; not loading again", "bootID", bootID)
+			return
+		}
 		p.emit(corev1.EventTypeNormal, ReasonRebootDetected, "Load", "Module %s: %s (detector %s); loading again", key, v.Reason, r.Detector.Name())
 		r.plan(p, spec.ModuleItem, spec.Config, worker.ActionLoad)
 	}
@@ -83,6 +95,10 @@ func (r *Reconciler) processOrphan(ctx context.Context, p *pending, status *kmmv
 	key := moduleKey(status.Namespace, status.Name)
 	log := logr.FromContextOrDiscard(ctx).WithValues("module", key)
 	bootID := p.node.Status.NodeInfo.BootID
+	if r.is(variant.IgnoreRemoved) {
+		log.V(1).Info("calibration variant: module removed from the spec; ignoring it", "bootID", bootID)
+		return
+	}
 	// A bootid verdict on an entry without a recorded boot only means "not
 	// known to be loaded in this boot"; unload it rather than guess.
 	if v := r.Detector.Rebooted(p.node, status); v.Rebooted && (r.Detector.Name() != detect.BootID || status.BootID != "") {
@@ -130,10 +146,16 @@ func (r *Reconciler) replaceIfOutdated(ctx context.Context, p *pending, pod *cor
 }
 
 func (r *Reconciler) plan(p *pending, item kmmv1beta1.ModuleItem, cfg kmmv1beta1.ModuleConfig, action worker.Action) {
+	if action == worker.ActionLoad && r.is(variant.NeverLoad) {
+		return
+	}
 	pod, err := worker.Pod(worker.Owner{Name: p.nmc.Name, UID: p.nmc.UID}, item, cfg, action)
 	if err != nil {
 		p.fail(err)
 		return
+	}
+	if action == worker.ActionLoad && r.is(variant.SlowPodStart) {
+		pod.Annotations[worker.StartDelayAnnotation] = slowPodStartDelay.String()
 	}
 	p.create = append(p.create, pod)
 }

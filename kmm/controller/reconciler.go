@@ -19,6 +19,7 @@ import (
 
 	kmmv1beta1 "github.com/bootproof/bootproof/kmm/api/v1beta1"
 	"github.com/bootproof/bootproof/kmm/detect"
+	"github.com/bootproof/bootproof/kmm/variant"
 )
 
 // BootSource says where the reconciler takes the boot ID it records for a
@@ -80,6 +81,11 @@ type Reconciler struct {
 	// OnPanic, when set, learns of a reconcile that panicked (Recovering);
 	// the reconcile then fails and is retried.
 	OnPanic PanicHandler
+	// Variant, when set, seeds one calibration defect or slowness
+	// (package variant); the zero value is the correct reconciler. The
+	// detector and boot-source variants are set through Detector and
+	// BootSource (kmm.NewManager does).
+	Variant variant.Name
 
 	// seen holds, per NMC name, the resourceVersion of the newest state
 	// of the NMC the reconciler knows of (its own status write, or an API
@@ -93,6 +99,8 @@ type Reconciler struct {
 	// emit its Event and delete it once more: under a reboot storm that
 	// was 0.44 extra Events and deletes per load.
 	finished sync.Map
+	// vs is the calibration variants' memory.
+	vs variantState
 }
 
 // pending is one reconcile's work, applied after all decisions are made.
@@ -136,6 +144,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	log := logr.FromContextOrDiscard(ctx).WithValues("node", nodeName)
 	ctx = logr.NewContext(ctx, log)
 
+	if err := r.variantWait(ctx); err != nil {
+		return reconcile.Result{}, err
+	}
 	nmc, err := r.readNMC(ctx, nodeName)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
@@ -165,7 +176,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if statusChanged {
 		// Write status before releasing pods: a result is never lost, and a
 		// conflict (someone changed the NMC) leaves everything for a retry.
-		if err := r.writeStatus(ctx, nmc, before); err != nil {
+		if err := r.writeStatus(ctx, nmc, node, before); err != nil {
 			return reconcile.Result{}, fmt.Errorf("patch status of nodemodulesconfig %s: %w", nodeName, errors.Join(append(p.errs, err)...))
 		}
 		r.seen.Store(nodeName, nmc.ResourceVersion)

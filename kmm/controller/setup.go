@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -37,6 +38,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}); err != nil {
 		return fmt.Errorf("index pods by %s: %w", PodNodeNameIndex, err)
 	}
+	r.vs.startedAt = time.Now()
 	var rec reconcile.Reconciler = r
 	if r.OnPanic != nil {
 		rec = Recovering(r, r.OnPanic)

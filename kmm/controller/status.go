@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kmmv1beta1 "github.com/bootproof/bootproof/kmm/api/v1beta1"
+	"github.com/bootproof/bootproof/kmm/variant"
 	"github.com/bootproof/bootproof/kmm/worker"
 )
 
@@ -37,6 +38,13 @@ func (r *Reconciler) syncStatus(ctx context.Context, p *pending, pods map[string
 				continue
 			}
 			boot, source := r.bootOf(pod, p.node)
+			if r.is(variant.TwoWorkers) && r.firstLoadDropped(p.nmc.Name, key, boot) {
+				mlog.Info("calibration variant: first load of the boot not recorded; loading again", "bootID", boot)
+				continue
+			}
+			if r.is(variant.NoBootRecord) {
+				boot = ""
+			}
 			ltt := metav1.NewTime(r.Clock.Now())
 			if t := worker.TerminatedState(pod); t != nil && !t.FinishedAt.IsZero() {
 				ltt = t.FinishedAt
@@ -59,10 +67,15 @@ func (r *Reconciler) syncStatus(ctx context.Context, p *pending, pods map[string
 
 // writeStatus patches nmc's status, changed from before, with an
 // optimistic lock: a conflict (someone changed the NMC) fails the patch.
-func (r *Reconciler) writeStatus(ctx context.Context, nmc *kmmv1beta1.NodeModulesConfig, before *kmmv1beta1.NodeModulesConfigStatus) error {
+func (r *Reconciler) writeStatus(ctx context.Context, nmc *kmmv1beta1.NodeModulesConfig, node *corev1.Node, before *kmmv1beta1.NodeModulesConfigStatus) error {
 	orig := nmc.DeepCopy()
 	orig.Status = *before
 	patch := client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})
+	if r.is(variant.RefusedStatusPatches) {
+		if err := r.refusePatch(node); err != nil {
+			return err
+		}
+	}
 	return r.Client.Status().Patch(ctx, nmc, patch)
 }
 

@@ -35,10 +35,14 @@ const (
 	// status written from a finished pod keeps it.
 	VersionAnnotation = "kmm.node.kubernetes.io/module-version"
 	Finalizer         = "kmm.node.kubernetes.io/nodemodulesconfig-reconciler"
-	ContainerName     = "worker"
-	ConfigDir         = "/etc/kmm-worker"
-	ConfigPath        = ConfigDir + "/config.yaml"
-	configVolume      = "config"
+	// StartDelayAnnotation asks the lightweight kubelet to start the pod
+	// later (the slow-pod-start calibration variant); a real kubelet
+	// ignores it.
+	StartDelayAnnotation = "bootproof.io/start-delay"
+	ContainerName        = "worker"
+	ConfigDir            = "/etc/kmm-worker"
+	ConfigPath           = ConfigDir + "/config.yaml"
+	configVolume         = "config"
 )
 
 // PodName is the name of the worker pod of module on node.

@@ -1,0 +1,114 @@
+package controller
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/bootproof/bootproof/kmm/detect"
+	"github.com/bootproof/bootproof/kmm/variant"
+)
+
+// The slownesses of the slow calibration variants.
+const (
+	slowReconcileDelay = 2 * time.Second
+	slowStartDelay     = 8 * time.Second
+	slowPodStartDelay  = 3 * time.Second
+	refusedPatches     = 2
+)
+
+// variantState is what the calibration variants (Reconciler.Variant)
+// remember between reconciles. The correct reconciler uses none of it.
+type variantState struct {
+	// startedAt is when the reconciler was set up (slow-start).
+	startedAt time.Time
+	// bootSeen holds, per node and module, the boot the reconciler last
+	// saw the node in (update-events-only).
+	bootSeen sync.Map
+	// loads counts, per node, module and boot, the finished loads
+	// (two-workers).
+	loads sync.Map
+	// refusals holds, per node, the boot and how many status patches are
+	// still to be refused in it (refused-status-patches).
+	mu       sync.Mutex
+	refusals map[string]refusal
+}
+
+type refusal struct {
+	boot string
+	left int
+}
+
+// is reports whether the reconciler runs variant n.
+func (r *Reconciler) is(n variant.Name) bool { return r.Variant == n }
+
+// variantWait holds a reconcile back as the slow variants do: 2 s each
+// (slow-reconcile), or until 8 s after the reconciler's start
+// (slow-start). It returns ctx's error if ctx ends first.
+func (r *Reconciler) variantWait(ctx context.Context) error {
+	var d time.Duration
+	switch r.Variant {
+	case variant.SlowReconcile:
+		d = slowReconcileDelay
+	case variant.SlowStart:
+		d = time.Until(r.vs.startedAt.Add(slowStartDelay))
+	}
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// rebootedSinceSeen is update-events-only's detector: a node rebooted when
+// it shows another boot than the last one the reconciler saw it in, for
+// this module; the first boot it sees is taken for the one the module was
+// loaded in.
+func (r *Reconciler) rebootedSinceSeen(node *corev1.Node, key string) detect.Verdict {
+	boot := node.Status.NodeInfo.BootID
+	old, seen := r.vs.bootSeen.Swap(node.Name+"/"+key, boot)
+	if !seen || old.(string) == boot {
+		return detect.Verdict{Reason: "no boot change seen since the reconciler started"}
+	}
+	return detect.Verdict{Rebooted: true, Reason: "node boot ID changed from " + old.(string) + " to " + boot + " while watched"}
+}
+
+// firstLoadDropped is two-workers' defect: the first finished load of a
+// module in a boot is not recorded, so a second loader pod runs.
+func (r *Reconciler) firstLoadDropped(node, key, boot string) bool {
+	n, _ := r.vs.loads.LoadOrStore(node+"/"+key+"/"+boot, new(int))
+	count := n.(*int)
+	*count++ // one reconcile per node at a time
+	return *count == 1
+}
+
+// refusePatch is refused-status-patches' API server: the first two status
+// patches of a node in each boot the reconciler sees fail with 429.
+func (r *Reconciler) refusePatch(node *corev1.Node) error {
+	r.vs.mu.Lock()
+	defer r.vs.mu.Unlock()
+	if r.vs.refusals == nil {
+		r.vs.refusals = map[string]refusal{}
+	}
+	boot := node.Status.NodeInfo.BootID
+	ref, ok := r.vs.refusals[node.Name]
+	if !ok || ref.boot != boot {
+		ref = refusal{boot: boot, left: refusedPatches}
+	}
+	if ref.left == 0 {
+		r.vs.refusals[node.Name] = ref
+		return nil
+	}
+	ref.left--
+	r.vs.refusals[node.Name] = ref
+	return apierrors.NewTooManyRequests("status patch refused (calibration variant refused-status-patches)", 0)
+}
