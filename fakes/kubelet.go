@@ -162,6 +162,9 @@ type host struct {
 	cfg  Config
 	link *link
 	log  logr.Logger
+	// acts counts the worker actions run in the current boot, for the
+	// ground truth.
+	acts actionCounts
 }
 
 // Stats count what the kubelet did, for tests and benchmarks. Each part

@@ -118,7 +118,7 @@ func (l *leaseKeeper) renew(ctx context.Context, renew bool) error {
 	l.writing.Lock()
 	defer l.writing.Unlock()
 	now := l.cfg.Clock.Now()
-	truth, err := json.Marshal(snapshot(l.cfg.NodeName, l.cfg.Kernel, now))
+	truth, err := json.Marshal(snapshot(l.cfg.NodeName, l.cfg.Kernel, &l.acts, now))
 	if err != nil {
 		return err
 	}

@@ -895,3 +895,50 @@ func TestUnitFailedPodWritesMadeAgain(t *testing.T) {
 		})
 	}
 }
+
+// TestUnitGroundTruthCountsLoads: every worker action is counted in the
+// ground truth of its boot, a load of a module already loaded included,
+// so that no-extra-work sees a second load whichever pod made it.
+func TestUnitGroundTruthCountsLoads(t *testing.T) {
+	u := startUnit(t)
+	for i, name := range []string{"w1", "w2"} {
+		u.startWorker(name)
+		u.settle(3)
+		u.step(time.Second, 3) // started; + the action latency
+		u.clock.Step(2 * time.Second)
+		u.waitPhase(name, corev1.PodSucceeded)
+		want := []fakes.ModuleActions{{Module: "dummy", Loads: i + 1}}
+		u.waitFor("ground truth with the loads counted", func() bool {
+			l, err := u.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(context.Background(), "n1", metav1.GetOptions{})
+			if err != nil {
+				return false
+			}
+			g, err := fakes.ReadGroundTruth(l)
+			return err == nil && g != nil && slices.Equal(g.Actions, want)
+		})
+	}
+}
+
+// TestUnitStartDelayAnnotation: a pod asking for a start delay starts that
+// much after the pod start latency.
+func TestUnitStartDelayAnnotation(t *testing.T) {
+	u := startUnit(t)
+	pod := workerPod("w", "n1", contract.ActionLoad, "modprobe:\n  moduleName: dummy\n", corev1.RestartPolicyOnFailure)
+	pod.UID = "uid-w"
+	pod.Annotations[contract.StartDelayAnnotation] = "3s"
+	created, err := u.client.CoreV1().Pods(pod.Namespace).Create(context.Background(), pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.pods.send(created)
+	u.settle(3)
+	u.step(time.Second, 3) // the pod start latency alone: not started yet
+	if p := u.pod("w"); p.Status.Phase == corev1.PodRunning {
+		t.Fatalf("pod Running after the start latency alone, want it held 3s more")
+	}
+	u.clock.Step(3 * time.Second)
+	p := u.waitPhase("w", corev1.PodRunning)
+	if got := p.Status.ContainerStatuses[0].State.Running.StartedAt.Time; !got.Equal(unitStart.Add(4 * time.Second)) {
+		t.Errorf("started at %s, want +4s (1s latency + 3s delay)", got.Sub(unitStart))
+	}
+}

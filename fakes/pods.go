@@ -294,10 +294,11 @@ func (p *podRun) post(c *container) bool {
 	return true
 }
 
-// start starts the container c after the pod start latency; false when
-// the lifetime ended first.
+// start starts the container c after the pod start latency, and the
+// pod's contract.StartDelayAnnotation on top of it; false when the
+// lifetime ended first.
 func (p *podRun) start(c *container) bool {
-	if !p.r.sleep(p.ctx, p.r.cfg.Timing.PodStartLatency) {
+	if !p.r.sleep(p.ctx, p.r.cfg.Timing.PodStartLatency+startDelay(p.pod)) {
 		return false
 	}
 	c.started = p.r.cfg.Clock.Now()
@@ -434,6 +435,7 @@ func (r *podRunner) doAction(pod *corev1.Pod, action string) (*TerminationMessag
 		if err != nil {
 			return nil, fmt.Errorf("modprobe %s: %w", map[string]string{contract.ActionLoad: "", contract.ActionUnload: "-r "}[action]+m, err)
 		}
+		r.acts.add(boot, m, action == contract.ActionLoad)
 	}
 	return &TerminationMessage{BootID: boot, Action: action, Modules: steps, KernelVersion: running}, nil
 }
@@ -505,3 +507,17 @@ func (r *podRunner) postPodStatus(ctx context.Context, pod *corev1.Pod, c *conta
 	}
 	return nil
 }
+
+// startDelay is the pod's contract.StartDelayAnnotation: a Go duration
+// from 0 to maxStartDelay; anything else is no delay (the pod is not the
+// kubelet's to reject).
+func startDelay(pod *corev1.Pod) time.Duration {
+	d, err := time.ParseDuration(pod.Annotations[contract.StartDelayAnnotation])
+	if err != nil || d < 0 || d > maxStartDelay {
+		return 0
+	}
+	return d
+}
+
+// maxStartDelay bounds contract.StartDelayAnnotation.
+const maxStartDelay = 5 * time.Minute

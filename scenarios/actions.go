@@ -413,12 +413,14 @@ func (c *caseRun) runWait(ctx context.Context, w caseWait) error {
 	c.mu.Lock()
 	c.waits = append(c.waits, w)
 	c.mu.Unlock()
-	jr := judgeWait(c.facts(w.end), c.obs.Record(), w)
+	rec := c.obs.Record()
+	jr := judgeWait(c.facts(w.end), rec, w)
 	if !jr.held {
 		c.obs.Action("", fmt.Sprintf("%s did not hold within %s", w.what, w.timeout))
 		return errAborted
 	}
 	c.measureFirstLoad(jr)
+	c.measureReload(jr, rec)
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"sync"
@@ -45,6 +46,9 @@ type world struct {
 	cs  kubernetes.Interface
 	dyn dynamic.Interface
 	mu  sync.Mutex
+	// taintedFor, when set, registers nodes with the node lifecycle
+	// controller's not-ready taint and removes it that much later.
+	taintedFor time.Duration
 }
 
 func (w *world) writeTruth(ctx context.Context, node, boot string, modules ...string) error {
@@ -74,6 +78,16 @@ func (b scriptedBackend) Provision(ctx context.Context, req nodeapi.ProvisionReq
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: req.Labels}, Status: corev1.NodeStatus{
 			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
 			NodeInfo:   corev1.NodeSystemInfo{BootID: n + "-boot-0"}}}
+		if b.w.taintedFor > 0 {
+			node.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}}
+			time.AfterFunc(b.w.taintedFor, func() {
+				n, err := b.w.cs.CoreV1().Nodes().Get(context.Background(), node.Name, metav1.GetOptions{})
+				if err == nil {
+					n.Spec.Taints = nil
+					_, _ = b.w.cs.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{})
+				}
+			})
+		}
 		if _, err := b.w.cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 			return nil, err
 		}
@@ -119,16 +133,28 @@ func (s *scriptedNodes) Close() error { return nil }
 type scriptedSubject struct {
 	w                      *world
 	firstLoad, reloadAfter time.Duration
+	// growth multiplies each reload's delay after the first reload (0:
+	// all take reloadAfter); reloads caps how many reloads it makes per
+	// node (0: no cap).
+	growth  float64
+	reloads int
+	// startedTainted: a node carried a taint when the subject started.
+	startedTainted bool
 }
 
 func (s *scriptedSubject) Name() string { return SubjectBootID }
 
 func (s *scriptedSubject) Start(ctx context.Context, req SubjectRequest) (SubjectInstance, error) {
+	if nodes, err := s.w.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil {
+		for _, n := range nodes.Items {
+			s.startedTainted = s.startedTainted || len(n.Spec.Taints) > 0
+		}
+	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	in := &scriptedInstance{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(in.done)
-		loaded, since := map[string]string{}, map[string]time.Time{}
+		loaded, since, done := map[string]string{}, map[string]time.Time{}, map[string]int{}
 		tick := time.NewTicker(5 * time.Millisecond)
 		defer tick.Stop()
 		for {
@@ -147,8 +173,13 @@ func (s *scriptedSubject) Start(ctx context.Context, req SubjectRequest) (Subjec
 					continue
 				}
 				delay := s.reloadAfter
+				if s.growth > 0 {
+					delay = time.Duration(float64(delay) * math.Pow(s.growth, float64(max(0, done[n.Name]-1))))
+				}
 				if loaded[n.Name] == "" {
 					delay = s.firstLoad
+				} else if s.reloads > 0 && done[n.Name] > s.reloads {
+					continue
 				}
 				if since[n.Name+boot].IsZero() {
 					since[n.Name+boot] = time.Now()
@@ -158,6 +189,7 @@ func (s *scriptedSubject) Start(ctx context.Context, req SubjectRequest) (Subjec
 				}
 				if s.load(ctx, n.Name, boot) == nil {
 					loaded[n.Name] = boot
+					done[n.Name]++
 				}
 			}
 		}
@@ -299,7 +331,7 @@ func TestObservedOutcomeIgnoresTheExpectation(t *testing.T) {
 				if r.Observed != tc.observed {
 					t.Errorf("expected %s: observed %s, want %s (%s; %+v)", r.Expected, r.Observed, tc.observed, r.Message, r.Assertions)
 				}
-				if r.ReloadBound == nil || r.ReloadBound.FirstLoadMS < first.Milliseconds() || r.ReloadBound.Rule != "2 x the first load, at least 100ms" {
+				if r.ReloadBound == nil || r.ReloadBound.FirstLoadMS < first.Milliseconds() || r.ReloadBound.Rule != "2 x the slowest load measured, at least 100ms" {
 					t.Errorf("reload bound %+v", r.ReloadBound)
 				}
 				if len(r.Notes) > 0 {
@@ -372,5 +404,70 @@ func TestFirstLoadWithoutReloadWait(t *testing.T) {
 	}
 	if took >= deadline {
 		t.Errorf("the case took %s: the wait ran to the deadline %s instead of the reload bound", took, deadline)
+	}
+}
+
+// TestReloadBoundGrowsWithMeasuredReloads: a correct subject whose
+// reloads grow slower (0.3s, 0.48s, 0.77s after a 0.3s first load, as
+// backoff built up by errors does) passes: each reload it made sizes the
+// next one's window (2 x the slowest load measured). Sized by the first
+// load alone (about 0.6s), its third reload failed. A subject that stops
+// reloading after two reboots still fails the third, within the bound.
+func TestReloadBoundGrowsWithMeasuredReloads(t *testing.T) {
+	const first = 300 * time.Millisecond
+	s := scriptedFastReboot(20 * time.Second)
+	reboot := s.Actions[1]
+	wait := s.Actions[2]
+	s.Actions = append(s.Actions, reboot, wait, reboot, wait)
+	for _, tc := range []struct {
+		name     string
+		reloads  int
+		observed string
+	}{
+		{"reloads after every reboot, slower each time", 0, Pass},
+		{"misses the third reboot", 2, Fail},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &world{cs: k8sfake.NewClientset(),
+				dyn: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+					map[schema.GroupVersionResource]string{contract.NMCResource: "NodeModulesConfigList"})}
+			e := &Engine{Cluster: scriptedCluster{}, Backend: scriptedBackend{w}, ReadTruth: testTruth, SettleTimeout: 5 * time.Second,
+				clients: func() (kubernetes.Interface, dynamic.Interface, error) { return w.cs, w.dyn, nil }}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			subj := &scriptedSubject{w: w, firstLoad: first, reloadAfter: first, growth: 1.6, reloads: tc.reloads}
+			r := e.Run(ctx, s, expecting{subj, Expectation{Outcome: Pass, Source: "test"}})
+			if r.Observed != tc.observed {
+				t.Fatalf("observed %s, want %s: %s; %+v", r.Observed, tc.observed, r.Message, r.Assertions)
+			}
+			if tc.observed == Pass && (r.ReloadBound == nil || r.ReloadBound.SlowestReloadMS < 700 || r.ReloadBound.BoundMS <= r.ReloadBound.FirstBoundMS) {
+				t.Errorf("reload bound %+v: want it grown by the slowest reload (about 0.77s)", r.ReloadBound)
+			}
+			if tc.observed == Fail {
+				if a := find(r.Assertions, AssertReload); a.OK || !strings.Contains(a.Message, "the slowest reload so far took") {
+					t.Errorf("reload %+v: want it failed within the grown bound", a)
+				}
+			}
+		})
+	}
+}
+
+// TestSubjectStartsOnUntaintedNodes: a node is Ready before the node
+// lifecycle controller removes its not-ready taint (seconds, more under a
+// storm of registrations), and no worker pod may run there until then;
+// the subject starts, and its first load is timed, only once the taint is
+// gone, so the cluster's delay is never the subject's failure.
+func TestSubjectStartsOnUntaintedNodes(t *testing.T) {
+	w := &world{cs: k8sfake.NewClientset(), taintedFor: time.Second,
+		dyn: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+			map[schema.GroupVersionResource]string{contract.NMCResource: "NodeModulesConfigList"})}
+	e := &Engine{Cluster: scriptedCluster{}, Backend: scriptedBackend{w}, ReadTruth: testTruth, SettleTimeout: 5 * time.Second,
+		clients: func() (kubernetes.Interface, dynamic.Interface, error) { return w.cs, w.dyn, nil }}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	subj := &scriptedSubject{w: w, firstLoad: 100 * time.Millisecond, reloadAfter: 100 * time.Millisecond}
+	r := e.Run(ctx, scriptedFastReboot(20*time.Second), expecting{subj, Expectation{Outcome: Pass, Source: "test"}})
+	if r.Verdict != Pass || subj.startedTainted {
+		t.Errorf("verdict %s (%s); subject started on a tainted node: %v", r.Verdict, r.Message, subj.startedTainted)
 	}
 }

@@ -117,6 +117,10 @@ type caseRun struct {
 	// (ReloadBound).
 	subjectAt time.Time
 	firstLoad time.Duration
+	// slowestReload is the slowest reload a held reload wait measured so
+	// far (a node's new boot visible -> its modules loaded in it); with
+	// the first load it sizes the reload bound.
+	slowestReload time.Duration
 	// waits is every wait the timeline and the final check made, in order.
 	waits []caseWait
 }

@@ -86,6 +86,16 @@ func (s *script) status(boot string) {
 	s.c.obs.onNMC(u)
 }
 
+// consistency runs the consistency check and records its result.
+func (s *script) consistency(ctx context.Context, wait bool) {
+	s.t.Helper()
+	r, err := s.c.checkConsistency(ctx, wait)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.c.results = append(s.c.results, r)
+}
+
 func (s *script) result(name string) AssertionResult {
 	for _, r := range s.c.results {
 		if r.Name == name {
@@ -152,19 +162,19 @@ func TestConsistencyFailsOnStaleStatus(t *testing.T) {
 	s.node(corev1.ConditionTrue, "b")
 	s.truth("b")
 	s.status("a")
-	_ = s.c.checkConsistency(context.Background(), false) // the verdict is in the assertion result
+	s.consistency(context.Background(), false)
 	wantFail(t, s.result(AssertConsistency), "status says dummy was loaded in boot a, the node is in boot b")
 
 	claimed := newScript(t, "recorded")
 	claimed.truth("b")
 	claimed.status("b")
-	_ = claimed.c.checkConsistency(context.Background(), false) // the verdict is in the assertion result
+	claimed.consistency(context.Background(), false)
 	wantFail(t, claimed.result(AssertConsistency), "status says dummy is loaded in boot b, the kernel has []")
 
 	good := newScript(t, "recorded")
 	good.truth("b", "dummy")
 	good.status("b")
-	_ = good.c.checkConsistency(context.Background(), false) // the verdict is in the assertion result
+	good.consistency(context.Background(), false)
 	if r := good.result(AssertConsistency); !r.OK {
 		t.Errorf("consistent status: %+v", r)
 	}
@@ -388,9 +398,7 @@ func TestConsistencyWithoutBootIDs(t *testing.T) {
 	ok := newScript(t, "recorded")
 	ok.truth("b", "dummy")
 	ok.statusNoBoot("dummy")
-	if err := ok.c.checkConsistency(context.Background(), false); err != nil {
-		t.Fatal(err)
-	}
+	ok.consistency(context.Background(), false)
 	r := ok.result(AssertConsistency)
 	if !r.OK || !strings.Contains(r.Message, "boot part not judged: no status entry of the subject ever carried a bootId") ||
 		r.NotJudged != "boot part not judged: no status entry of the subject ever carried a bootId, so only which modules are listed is compared" {
@@ -400,15 +408,31 @@ func TestConsistencyWithoutBootIDs(t *testing.T) {
 	missing := newScript(t, "recorded")
 	missing.truth("b")
 	missing.statusNoBoot("dummy")
-	_ = missing.c.checkConsistency(context.Background(), false)
+	missing.consistency(context.Background(), false)
 	wantFail(t, missing.result(AssertConsistency), "node n0: status lists dummy as loaded, the kernel has []")
 
 	// Once a status entry carried a bootId, the boot part applies.
 	withBoot := newScript(t, "recorded")
 	withBoot.truth("b", "dummy")
 	withBoot.status("a")
-	_ = withBoot.c.checkConsistency(context.Background(), false)
+	withBoot.consistency(context.Background(), false)
 	wantFail(t, withBoot.result(AssertConsistency), "status says dummy was loaded in boot a, the node is in boot b")
+
+	// A subject that writes its first bootId while the status settles is
+	// judged with the boot part (it was decided once, before the wait,
+	// and a status written late with a stale boot passed).
+	late := newScript(t, "recorded")
+	late.truth("b", "dummy")
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		late.status("a")
+	}()
+	late.c.e.SettleTimeout = 2 * time.Second
+	late.consistency(context.Background(), true)
+	r = late.result(AssertConsistency)
+	if r.OK || r.NotJudged != "" {
+		t.Errorf("a status written late with a stale boot: %+v, want the boot part judged and failed", r)
+	}
 }
 
 // crashingInstance is a subject instance that stopped on its own.

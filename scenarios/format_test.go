@@ -73,7 +73,7 @@ func TestDecodeValidFull(t *testing.T) {
 	if s.Deadline.Abs != 45*time.Second || s.PodLatency.Abs != time.Second {
 		t.Errorf("deadline %v podLatency %v", s.Deadline, s.PodLatency)
 	}
-	if b := s.ReloadBound; b.FirstLoadTimes != 4 || b.AtLeast.Grace != 0.5 || b.String() != "4 x the first load, at least 0.5g" {
+	if b := s.ReloadBound; b.FirstLoadTimes != 4 || b.AtLeast.Grace != 0.5 || b.String() != "4 x the slowest load measured, at least 0.5g" {
 		t.Errorf("reloadBound %+v (%s)", b, b)
 	}
 }

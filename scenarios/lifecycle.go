@@ -101,7 +101,11 @@ func (c *caseRun) setup(ctx context.Context) (SubjectRequest, error) {
 }
 
 // provision starts the case's nodes and waits until each is Ready in the
-// boot its kernel is in.
+// boot its kernel is in, and rid of the not-ready taint the node lifecycle
+// controller gave it at registration: until kube-controller-manager
+// removes it (seconds, more when a storm of nodes registers at once), no
+// worker pod may run there, and a subject started earlier would be failed
+// for the cluster's delay.
 func (c *caseRun) provision(ctx context.Context) error {
 	var err error
 	c.nodes, err = c.e.Backend.Provision(ctx, nodeapi.ProvisionRequest{Names: c.names, Labels: c.labels(), Timing: c.s.Timing,
@@ -118,6 +122,9 @@ func (c *caseRun) provision(ctx context.Context) error {
 			sn := c.obs.Snapshot(n)
 			if sn.Ready != string(corev1.ConditionTrue) || sn.TruthBoot == "" || sn.TruthBoot != sn.BootID {
 				return fmt.Errorf("node %s not ready: %s", n, sn)
+			}
+			if len(sn.LifecycleTaints) > 0 {
+				return fmt.Errorf("node %s is Ready but still tainted %v by the node lifecycle controller", n, sn.LifecycleTaints)
 			}
 		}
 		return nil
@@ -179,6 +186,16 @@ func (c *caseRun) judge(ctx context.Context, aborted bool) error {
 			return err
 		}
 	}
+	c.checkPrecondition()
+	c.checkReload()
+	// The subject's status settles first (it gets SettleTimeout to write
+	// it, unless the case failed already); only then is its work counted,
+	// so that a load it makes on its way to that status (a second loader
+	// pod for one load, say) is seen, whoever the subject is.
+	consistency, err := c.checkConsistency(ctx, !c.failed())
+	if err != nil {
+		return err
+	}
 	// Work the subject started is judged too: a load it asked for must
 	// not go unseen because its pod had not run yet (a node that just
 	// came back may take a while to start pods).
@@ -189,14 +206,9 @@ func (c *caseRun) judge(ctx context.Context, aborted bool) error {
 	if workersErr != nil {
 		return workersErr
 	}
-	c.checkPrecondition()
-	c.checkReload()
 	c.checkExtraWork()
-	err := c.checkConsistency(ctx, !c.failed())
+	c.results = append(c.results, consistency)
 	c.judgedAt = time.Now()
-	if err != nil {
-		return err
-	}
 	if err := c.subjectErr(); err != nil {
 		return err
 	}

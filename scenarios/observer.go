@@ -30,6 +30,16 @@ type Truth struct {
 	KernelVersion string
 	// Modules maps each loaded module to its load time.
 	Modules map[string]time.Time
+	// Actions counts, per module, the loads and unloads the node's
+	// kernel was asked to make in this boot (nil: the node does not
+	// count them).
+	Actions map[string]ActionCount
+}
+
+// ActionCount is how many times a module was loaded and unloaded in one
+// boot.
+type ActionCount struct {
+	Loads, Unloads int
 }
 
 // TruthReader decodes the ground truth a node published on its Lease;
@@ -77,7 +87,12 @@ type nodeObs struct {
 	spec          []StatusEntry
 	lastModule    map[string]time.Time // first observation of module loaded, per boot+module
 	truthBootSeen map[string]time.Time // when each boot ID was first in the ground truth
-	truths        []TruthSeen          // every ground truth, in the order seen
+	// truthActions is the highest action count the kernel published per
+	// boot and module.
+	truthActions map[string]map[string]ActionCount
+	// lifecycleTaints are the node's not-ready and unreachable taints.
+	lifecycleTaints []string
+	truths          []TruthSeen // every ground truth, in the order seen
 }
 
 // Observer watches one case's Nodes, Leases, worker pods and
@@ -107,7 +122,8 @@ func newObserver(start time.Time, nodeNames []string, readTruth TruthReader) *Ob
 		pods: map[string]*podObs{}, changed: make(chan struct{})}
 	for _, n := range nodeNames {
 		o.nodes[n] = true
-		o.state[n] = &nodeObs{bootSeen: map[string]time.Time{}, lastModule: map[string]time.Time{}, truthBootSeen: map[string]time.Time{}}
+		o.state[n] = &nodeObs{bootSeen: map[string]time.Time{}, lastModule: map[string]time.Time{}, truthBootSeen: map[string]time.Time{},
+			truthActions: map[string]map[string]ActionCount{}}
 	}
 	return o
 }
@@ -258,14 +274,17 @@ func readyOf(n *corev1.Node) corev1.ConditionStatus {
 
 // NodeSnapshot is the observer's last view of one node, for messages.
 type NodeSnapshot struct {
-	Ready         string
-	BootID        string
-	KernelVersion string
-	TruthBoot     string
-	TruthModules  []string
-	Status        []StatusEntry
-	Spec          []StatusEntry
-	Pods          []string
+	Ready string
+	// LifecycleTaints are the node lifecycle controller's taints the node
+	// carries (not-ready, unreachable).
+	LifecycleTaints []string
+	BootID          string
+	KernelVersion   string
+	TruthBoot       string
+	TruthModules    []string
+	Status          []StatusEntry
+	Spec            []StatusEntry
+	Pods            []string
 }
 
 // Snapshot returns the last observed state of node.
@@ -273,7 +292,7 @@ func (o *Observer) Snapshot(node string) NodeSnapshot {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	s := o.state[node]
-	out := NodeSnapshot{Ready: string(s.ready), BootID: s.bootID, KernelVersion: s.kernelVersion,
+	out := NodeSnapshot{Ready: string(s.ready), LifecycleTaints: slices.Clone(s.lifecycleTaints), BootID: s.bootID, KernelVersion: s.kernelVersion,
 		Status: slices.Clone(s.status), Spec: slices.Clone(s.spec)}
 	if s.truth != nil {
 		out.TruthBoot = s.truth.BootID

@@ -34,6 +34,7 @@ func (o *Observer) onNode(obj any) {
 		s.notReadyAt = append(s.notReadyAt, now)
 	}
 	s.kernelVersion = n.Status.NodeInfo.KernelVersion
+	s.lifecycleTaints = lifecycleTaints(n)
 	if b := n.Status.NodeInfo.BootID; b != s.bootID {
 		s.bootID = b
 		if _, seen := s.bootSeen[b]; !seen {
@@ -41,6 +42,19 @@ func (o *Observer) onNode(obj any) {
 		}
 		o.record(TraceEvent{Kind: TraceBoot, Node: n.Name, BootID: b, Detail: "kernel " + s.kernelVersion}, now)
 	}
+}
+
+// lifecycleTaints lists the taints the node lifecycle controller puts on
+// a node that is not (yet) Ready or unreachable: while one is there, no
+// worker pod without a toleration may run on it.
+func lifecycleTaints(n *corev1.Node) []string {
+	var out []string
+	for _, t := range n.Spec.Taints {
+		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
+			out = append(out, t.ToString())
+		}
+	}
+	return out
 }
 
 func (o *Observer) onLease(obj any) {
@@ -64,6 +78,17 @@ func (o *Observer) onLease(obj any) {
 	}
 	if !has {
 		return
+	}
+	if len(t.Actions) > 0 {
+		counts := s.truthActions[t.BootID]
+		if counts == nil {
+			counts = map[string]ActionCount{}
+			s.truthActions[t.BootID] = counts
+		}
+		for m, c := range t.Actions {
+			old := counts[m]
+			counts[m] = ActionCount{Loads: max(old.Loads, c.Loads), Unloads: max(old.Unloads, c.Unloads)}
+		}
 	}
 	if s.truth == nil || s.truth.BootID != t.BootID || !maps.Equal(modNames(s.truth.Modules), modNames(t.Modules)) {
 		s.truth, s.truthAt = &t, now

@@ -37,6 +37,9 @@ type NodeRecord struct {
 	// Truths is every ground truth the node's kernel published, in the
 	// order seen: each holds from its At until the next one's.
 	Truths []TruthSeen
+	// TruthActions is, per boot and module, the most loads and unloads
+	// the kernel's ground truth counted (empty when the node counts none).
+	TruthActions map[string]map[string]ActionCount
 }
 
 // TruthSeen is one ground truth of a node's kernel as first observed.
@@ -98,7 +101,15 @@ func (o *Observer) nodeRecordLocked(node string) NodeRecord {
 	}
 	return NodeRecord{NotReadyAt: slices.Clone(s.notReadyAt), RenewSeen: slices.Clone(s.renewSeen),
 		BootSeen: maps.Clone(s.bootSeen), TruthBootSeen: maps.Clone(s.truthBootSeen), ModuleSeen: maps.Clone(s.lastModule),
-		Truths: slices.Clone(s.truths)}
+		Truths: slices.Clone(s.truths), TruthActions: cloneActions(s.truthActions)}
+}
+
+func cloneActions(in map[string]map[string]ActionCount) map[string]map[string]ActionCount {
+	out := make(map[string]map[string]ActionCount, len(in))
+	for b, m := range in {
+		out[b] = maps.Clone(m)
+	}
+	return out
 }
 
 // FirstSeen is when boot was first seen by either source (zero: never).

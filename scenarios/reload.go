@@ -15,9 +15,15 @@ import (
 // never on what it is expected to do. Once the case's first load was
 // measured (the subject started with the NodeModulesConfigs written ->
 // every module of the first wait loaded on every node, each in the boot
-// it had at the start), each reload wait ends after FirstLoadTimes x
-// that first load, never under AtLeast and never past the wait's own
-// timeout (its timeout, else the scenario's deadline). A timeline with
+// it had at the start), each reload wait ends after FirstLoadTimes x the
+// slowest load the case measured of this subject so far (that first
+// load, or a reload an earlier wait saw: a node's new boot visible -> its
+// modules loaded in it), never under AtLeast and never past the wait's
+// own timeout (its timeout, else the scenario's deadline). A subject
+// whose reloads grow slower (backoff built up by earlier errors, a
+// restart of its own) is measured doing so: each reload it made widens
+// the next one's window, and one that misses a reboot never reloads, so
+// it widens nothing. A timeline with
 // no reload wait before its first reboot (worker waits, sleeps) has its
 // first load measured from the kernels' ground truth at its next reload
 // wait (measureFirstLoadTruth). A wait before the first load was
@@ -55,10 +61,11 @@ func (b ReloadBound) withDefaults() ReloadBound {
 	return b
 }
 
-// String says what the bound is: "10 x the first load, at least 5s".
+// String says what the bound is: "10 x the slowest load measured, at
+// least 5s".
 func (b ReloadBound) String() string {
 	b = b.withDefaults()
-	return fmt.Sprintf("%s x the first load, at least %s", strconv.FormatFloat(b.FirstLoadTimes, 'f', -1, 64), b.AtLeast)
+	return fmt.Sprintf("%s x the slowest load measured, at least %s", strconv.FormatFloat(b.FirstLoadTimes, 'f', -1, 64), b.AtLeast)
 }
 
 // Resolve returns a reload wait's timeout for a case whose first load
@@ -320,16 +327,39 @@ func workerSeen(pods []podObs, node string, a Action, until time.Time) bool {
 // says which, for messages.
 func (c *caseRun) reloadTimeout(timeout time.Duration) (time.Duration, string) {
 	c.mu.Lock()
-	first := c.firstLoad
+	first, slowest := c.firstLoad, c.slowestReload
 	c.mu.Unlock()
 	if first <= 0 {
 		return timeout, "its full timeout: no first load measured yet"
 	}
-	d := c.s.ReloadBound.Resolve(first, timeout, c.grace)
-	if d < timeout {
-		return d, fmt.Sprintf("the reload bound: %s; the first load took %s", c.s.ReloadBound, seconds(first))
+	measured := fmt.Sprintf("the first load took %s", seconds(first))
+	if slowest > first {
+		measured = fmt.Sprintf("the slowest reload so far took %s, the first load %s", seconds(slowest), seconds(first))
 	}
-	return d, fmt.Sprintf("its timeout, shorter than the reload bound (%s; the first load took %s)", c.s.ReloadBound, seconds(first))
+	d := c.s.ReloadBound.Resolve(max(first, slowest), timeout, c.grace)
+	if d < timeout {
+		return d, fmt.Sprintf("the reload bound: %s; %s", c.s.ReloadBound, measured)
+	}
+	return d, fmt.Sprintf("its timeout, shorter than the reload bound (%s; %s)", c.s.ReloadBound, measured)
+}
+
+// measureReload records the slowest reload of a held reload wait: for
+// each node in another boot than the one it had at the start, from the
+// new boot first visible to its modules loaded in it (as judgeReload
+// reports reload latencies).
+func (c *caseRun) measureReload(jr waitResult, r Record) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, nl := range jr.nodes {
+		if nl.boot == c.baseBoot[nl.node] || nl.loaded.IsZero() {
+			continue
+		}
+		from := cmp.Or(r.Nodes[nl.node].BootSeen[nl.boot], r.Nodes[nl.node].FirstSeen(nl.boot))
+		if from.IsZero() {
+			continue
+		}
+		c.slowestReload = max(c.slowestReload, nl.loaded.Sub(from))
+	}
 }
 
 // measureFirstLoad records the case's first load from the first reload
@@ -400,13 +430,17 @@ func (c *caseRun) measureFirstLoadTruth(until time.Time) {
 // reloadBound reports the case's reload bound for its result.
 func (c *caseRun) reloadBound() *ReloadBoundResult {
 	c.mu.Lock()
-	first := c.firstLoad
+	first, slowest := c.firstLoad, c.slowestReload
 	c.mu.Unlock()
 	deadline := c.s.Deadline.Resolve(c.grace)
 	b := &ReloadBoundResult{Rule: c.s.ReloadBound.String(), FirstLoadMS: -1, BoundMS: -1, DeadlineMS: deadline.Milliseconds()}
 	if first > 0 {
 		b.FirstLoadMS = first.Milliseconds()
-		b.BoundMS = c.s.ReloadBound.Resolve(first, deadline, c.grace).Milliseconds()
+		b.FirstBoundMS = c.s.ReloadBound.Resolve(first, deadline, c.grace).Milliseconds()
+		b.BoundMS = c.s.ReloadBound.Resolve(max(first, slowest), deadline, c.grace).Milliseconds()
+		if slowest > 0 {
+			b.SlowestReloadMS = slowest.Milliseconds()
+		}
 	}
 	return b
 }

@@ -30,7 +30,7 @@ func TestReloadBoundResolve(t *testing.T) {
 			}
 		})
 	}
-	if got, want := (ReloadBound{}).String(), "10 x the first load, at least 5s"; got != want {
+	if got, want := (ReloadBound{}).String(), "10 x the slowest load measured, at least 5s"; got != want {
 		t.Errorf("String = %q, want %q", got, want)
 	}
 }
@@ -56,7 +56,7 @@ func reloadFacts(waits ...caseWait) caseFacts {
 func reloadWait(start, timeout, end float64) caseWait {
 	return caseWait{kind: waitReload, what: "wait-reloaded at line 9", nodes: []string{"n0"},
 		spec: map[string][]Module{"n0": {{Name: "dummy", ModuleName: "dummy"}}}, start: at(start),
-		timeout: time.Duration(timeout * float64(time.Second)), end: at(end), why: "the reload bound: 10 x the first load, at least 5s; the first load took 0.50s",
+		timeout: time.Duration(timeout * float64(time.Second)), end: at(end), why: "the reload bound: 10 x the slowest load measured, at least 5s; the first load took 0.50s",
 		last: map[string]string{"n0": "Ready=True boot=b"}}
 }
 
@@ -164,7 +164,7 @@ func TestJudgeReload(t *testing.T) {
 	}
 
 	failed := judgeReload(reloadFacts(firstWait, reloadWait(12, 5, 17.2)), reloadRecord(truths[:3]...))
-	wantFail(t, failed, "1 module(s) not reloaded within 5s (the reload bound: 10 x the first load, at least 5s; the first load took 0.50s) in wait-reloaded at line 9: "+
+	wantFail(t, failed, "1 module(s) not reloaded within 5s (the reload bound: 10 x the slowest load measured, at least 5s; the first load took 0.50s) in wait-reloaded at line 9: "+
 		"module dummy not loaded in boot b of node n0 (last state: Ready=True boot=b)")
 
 	noReboot := judgeReload(reloadFacts(firstWait), reloadRecord(truths[:2]...))

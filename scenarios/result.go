@@ -106,15 +106,20 @@ func (c CaseResult) Unjudged() []string {
 
 // ReloadBoundResult is the reload bound a case ran with (ReloadBound).
 type ReloadBoundResult struct {
-	// Rule is the scenario's bound: "10 x the first load, at least 5s".
+	// Rule is the scenario's bound: "10 x the slowest load measured, at least 5s".
 	Rule string `json:"rule"`
 	// FirstLoadMS is the case's measured first load; -1 when it was not
 	// measured (no wait held before a reboot), and then every wait had
 	// its full timeout.
 	FirstLoadMS int64 `json:"first_load_ms"`
 	// BoundMS is the timeout a reload wait with the scenario's deadline
-	// got once the first load was measured; -1 when it was not.
-	BoundMS int64 `json:"bound_ms"`
+	// got after the case's last reload (sized by the slowest load
+	// measured); -1 when no first load was measured. FirstBoundMS is the
+	// one the first reload wait got (sized by the first load alone).
+	BoundMS      int64 `json:"bound_ms"`
+	FirstBoundMS int64 `json:"first_bound_ms,omitempty"`
+	// SlowestReloadMS is the slowest reload a held wait measured (0: none).
+	SlowestReloadMS int64 `json:"slowest_reload_ms,omitempty"`
 	// DeadlineMS is the scenario's deadline, every wait's timeout before
 	// the first load was measured (a wait's own timeout replaces it).
 	DeadlineMS int64 `json:"deadline_ms"`
@@ -135,6 +140,10 @@ func (b ReloadBoundResult) Format(format func(time.Duration) string) string {
 	}
 	bound := time.Duration(b.BoundMS) * time.Millisecond
 	first := time.Duration(b.FirstLoadMS) * time.Millisecond
+	if b.SlowestReloadMS > b.FirstLoadMS {
+		return fmt.Sprintf("%s (%s: first load %s, slowest reload %s; the deadline %s caps it)", format(bound), b.Rule, format(first),
+			format(time.Duration(b.SlowestReloadMS)*time.Millisecond), dl)
+	}
 	return fmt.Sprintf("%s (%s: first load %s; the deadline %s caps it)", format(bound), b.Rule, format(first), dl)
 }
 

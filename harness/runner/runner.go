@@ -54,6 +54,12 @@ func ReadTruth(l *coordinationv1.Lease) (scenarios.Truth, bool, error) {
 	for _, m := range g.Modules {
 		t.Modules[m.Name] = m.LoadedAt
 	}
+	if len(g.Actions) > 0 {
+		t.Actions = make(map[string]scenarios.ActionCount, len(g.Actions))
+		for _, a := range g.Actions {
+			t.Actions[a.Module] = scenarios.ActionCount{Loads: a.Loads, Unloads: a.Unloads}
+		}
+	}
 	return t, true, nil
 }
 
