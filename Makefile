@@ -21,6 +21,8 @@ PARALLEL ?= 16
 TEST_PROCS ?= 8
 # Runs of the catalog 'make soak' makes.
 RUNS ?= 5
+# Runs of each case 'make calibrate' makes.
+REPEAT ?= 1
 # Ginkgo label filter for the catalog suite in 'make test' (empty: all).
 LABELS ?=
 # Scenario label for 'make e2e-libvirt' (empty: every scenario of the
@@ -165,6 +167,11 @@ bench-fleet-max: controlplane build ## The largest fleet this machine holds: boo
 .PHONY: run
 run: controlplane build ## Run the whole catalog with the bootid and legacy subjects on the embedded cluster; reports under _output/latest/.
 	$(BIN_DIR)/bootproof run --cluster embedded --nodes fake --subject bootid --subject legacy --parallel $(PARALLEL)
+
+.PHONY: calibrate
+calibrate: controlplane build ## Measure bootproof's sensitivity and specificity on the calibration variants (examples/calibration/: known-bad and slow-but-correct reconcilers) on the embedded cluster: _output/calibration/calibration.md and .json (REPEAT=N runs each case N times).
+	@rm -rf $(REPORTS_DIR)/calibration
+	$(BIN_DIR)/bootproof calibrate --parallel $(PARALLEL) --repeat $(REPEAT) --report-dir $(REPORTS_DIR)/calibration
 
 .PHONY: deps-kind
 deps-kind: ## Install and start a container engine for kind (Debian/Ubuntu, as root), and where root cannot grant every capability, the runtime shim --privileged needs.

@@ -159,8 +159,8 @@ func TestJudgeReload(t *testing.T) {
 			t.Errorf("message %q lacks %q", ok.Message, want)
 		}
 	}
-	if len(ok.Reloads) != 1 || ok.Reloads[0] != (ReloadLatency{Node: "n0", BootID: "b", LatencyMS: 750}) {
-		t.Errorf("reloads %+v, want n0 in b after 750ms", ok.Reloads)
+	if len(ok.Reloads) != 1 || ok.Reloads[0] != (ReloadLatency{Node: "n0", BootID: "b", LatencyMS: 750, WaitMS: 5000}) {
+		t.Errorf("reloads %+v, want n0 in b after 750ms, in a wait of 5s", ok.Reloads)
 	}
 
 	failed := judgeReload(reloadFacts(firstWait, reloadWait(12, 5, 17.2)), reloadRecord(truths[:3]...))

@@ -20,6 +20,10 @@ type ReloadLatency struct {
 	// LatencyMS is from the new boot being visible in the API to every
 	// module of the node's spec loaded in it (the kernel's ground truth).
 	LatencyMS int64 `json:"latency_ms"`
+	// WaitMS is the timeout of the wait that saw the reload (the reload
+	// bound, or the wait's own timeout when shorter); LatencyMS over it
+	// is how close the reload came to failing.
+	WaitMS int64 `json:"wait_ms,omitempty"`
 }
 
 // initialWait: w is a reload wait that started before the case's first
@@ -108,7 +112,8 @@ func judgeReload(f caseFacts, r Record) AssertionResult {
 			}
 			seen[key] = true
 			from := cmp.Or(r.Nodes[nl.node].BootSeen[nl.boot], r.Nodes[nl.node].FirstSeen(nl.boot))
-			reloads = append(reloads, ReloadLatency{Node: nl.node, BootID: nl.boot, LatencyMS: max(0, nl.loaded.Sub(from).Milliseconds())})
+			reloads = append(reloads, ReloadLatency{Node: nl.node, BootID: nl.boot, LatencyMS: max(0, nl.loaded.Sub(from).Milliseconds()),
+				WaitMS: w.timeout.Milliseconds()})
 		}
 	}
 	res.Reloads = reloads

@@ -55,6 +55,9 @@ type runOptions struct {
 	// verbose shows the logs on stderr too; verbosity is -v.
 	verbose   bool
 	verbosity int
+	// calibrate, set by 'bootproof calibrate', runs the subject files'
+	// calibration variants in-process and judges the run as a calibration.
+	calibrate *calibrateRun
 }
 
 // Defaults of 'bootproof run' on the embedded cluster.
@@ -154,6 +157,11 @@ func (o *runOptions) validate() (runPlan, error) {
 	}
 	if p.subjectFiles, err = readSubjectFiles(o.subjectFiles); err != nil {
 		return p, err
+	}
+	if o.calibrate != nil {
+		if p.subjectFiles, err = o.calibrate.selectFiles(p.subjectFiles); err != nil {
+			return p, err
+		}
 	}
 	if o.timing != "" {
 		if o.timing != "fast" && o.timing != "kubelet-defaults" {
@@ -272,7 +280,15 @@ func (rc *runContext) run(ctx context.Context) error {
 	rc.log = rl.path
 	fmt.Fprintf(rc.s.Err, "logs (klog, controller-runtime, client-go; --verbose shows them here): %s\n", rl.path)
 	for _, f := range rc.plan.subjectFiles {
-		subjects = append(subjects, subject.FromFile(f, cl, filepath.Join(dir, "subjects")))
+		if rc.o.calibrate == nil {
+			subjects = append(subjects, subject.FromFile(f, cl, filepath.Join(dir, "subjects")))
+			continue
+		}
+		subj, err := subject.InProcess(f, cl)
+		if err != nil {
+			return withCode(ExitUsage, err)
+		}
+		subjects = append(subjects, subj)
 	}
 	env := map[string]string{"cluster": cl.Name(), "nodes": rc.o.nodes, "grace-period": cl.GracePeriod().String()}
 	nodes, err := rc.startNodes(ctx, cl, dir, env)
@@ -416,6 +432,9 @@ func (rc *runContext) report(ctx context.Context, dir string, res scenarios.Resu
 		reports.FormatDuration(time.Since(start)), filepath.Join(dir, reports.HTMLFile))
 	if rc.log != "" {
 		fmt.Fprintf(s.Out, "logs: %s\n", rc.log)
+	}
+	if rc.o.calibrate != nil {
+		return rc.reportCalibration(ctx, dir, res)
 	}
 	switch {
 	case ctx.Err() != nil:

@@ -41,6 +41,11 @@ func TestRunBadInput(t *testing.T) {
 			[]string{"--subject-file", `subject name "my-operator" is taken by`}},
 		{"scenario file named like a catalog scenario", []string{"run", "--scenario-file", "testdata/fast-reboot-0.5g-copy.yaml"},
 			[]string{"--scenario-file", `"fast-reboot-0.5g" is taken by catalog/fast-reboot-0.5g.yaml`, "rename it"}},
+		{"calibrate: unknown variant", []string{"calibrate", "--dir", "../../examples/calibration", "--variant", "slow"}, []string{`invalid --variant "slow"`, "boot-from-node", "refused-status-patches"}},
+		{"calibrate: no such directory", []string{"calibrate", "--dir", "testdata/no-such-dir"}, []string{"--dir testdata/no-such-dir", "not a directory of calibration subject files"}},
+		{"calibrate: a file without a calibration section", []string{"calibrate", "--dir", "testdata/not-calibration"}, []string{"--dir testdata/not-calibration", "plain.yaml has no calibration section"}},
+		{"calibrate: bad repeat", []string{"calibrate", "--dir", "../../examples/calibration", "--repeat", "0"}, []string{"invalid --repeat 0", "accepted: 1 to 100"}},
+		{"kmm: unknown variant", []string{"kmm", "--variant", "slow"}, []string{"--variant", `"slow"`, "none, boot-from-node"}},
 		{"vm cleanup of other domains", []string{"vm", "cleanup", "--prefix", "prod-"}, []string{"--prefix", `"prod-"`, "starting with bootproof-"}},
 		{"image without agent", []string{"image", "build", "--agent", "/nonexistent/bootproof-agent"}, []string{"/nonexistent/bootproof-agent: not a file", "make build-libvirt"}},
 	}

@@ -42,6 +42,9 @@ type File struct {
 	// fail:<assertion>,...; a scenario no entry matches is expected to
 	// pass. An exact name beats a glob; among globs the first wins.
 	Expect yaml.Node `yaml:"expect"`
+	// Calibration, when set, makes the file one of bootproof's
+	// calibration variants ('bootproof calibrate').
+	Calibration *Calibration `yaml:"calibration"`
 
 	// Path is the file the subject came from.
 	Path   string        `yaml:"-"`
@@ -185,7 +188,10 @@ func (f *File) validate(doc *yaml.Node, lookup Lookup) *scenarios.FieldError {
 			list.paths[i] = abs
 		}
 	}
-	return f.decodeExpect()
+	if err := f.decodeExpect(); err != nil {
+		return err
+	}
+	return f.validateCalibration(bad)
 }
 
 // dir is the file's directory, absolute.

@@ -11,6 +11,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/bootproof/bootproof/kmm/variant"
 	"github.com/bootproof/bootproof/scenarios"
 )
 
@@ -197,5 +198,60 @@ func TestExampleUpstreamKMMFiles(t *testing.T) {
 	}
 	if cfg.LeaderElection.Enabled == nil || *cfg.LeaderElection.Enabled || cfg.Metrics.BindAddress != "0" {
 		t.Errorf("controller config: leader election %v, metrics bind address %q; out of cluster both must be off", cfg.LeaderElection.Enabled, cfg.Metrics.BindAddress)
+	}
+}
+
+// Every calibration variant has one file under examples/calibration/, and
+// its expectations come from what it lists: a known-bad variant fails the
+// scenarios listed through the assertion named and is expected to pass
+// the others; a slow one passes everything.
+func TestExampleCalibrationFiles(t *testing.T) {
+	files, err := filepath.Glob("../../examples/calibration/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no calibration files: %v", err)
+	}
+	cat, err := scenarios.Catalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	for _, p := range files {
+		f, err := ReadFile(p, testLookup)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := f.Calibration
+		if c == nil {
+			t.Fatalf("%s: no calibration section", p)
+		}
+		if other, dup := seen[c.Variant]; dup {
+			t.Errorf("variant %s in %s and %s", c.Variant, other, p)
+		}
+		seen[c.Variant] = p
+		if f.Name != "cal-"+c.Variant || !slices.Contains(f.Exec.Command, "--variant="+c.Variant) {
+			t.Errorf("%s: name %s, command %v: want cal-%s running --variant=%s", p, f.Name, f.Exec.Command, c.Variant, c.Variant)
+		}
+		listed := 0
+		for _, s := range cat {
+			e, _ := f.Expectation(s)
+			g := c.Listed(s.Name)
+			switch {
+			case g != nil:
+				listed++
+				if e.String() != g.Expect.String() {
+					t.Errorf("%s: %s expected %s, listed as %s", p, s.Name, e, g.Expect)
+				}
+			case e.Outcome != scenarios.Pass:
+				t.Errorf("%s: %s not listed but expected %s", p, s.Name, e)
+			}
+		}
+		if (c.Kind() == "defect") != (listed > 0) {
+			t.Errorf("%s: a %s variant listing %d scenarios", p, c.Kind(), listed)
+		}
+	}
+	for _, v := range variant.All {
+		if _, ok := seen[string(v.Name)]; !ok {
+			t.Errorf("variant %s has no file under examples/calibration/", v.Name)
+		}
 	}
 }

@@ -57,10 +57,41 @@ type KMM struct {
 	Cluster  scenarios.Cluster
 	// RecordBootFrom, when set, overrides which boot a load is recorded in.
 	RecordBootFrom string
+	// Variant, when set, is the calibration variant it runs (package
+	// kmm/variant), and SubjectName its name in reports.
+	Variant     string
+	SubjectName string
 }
 
 // Name implements scenarios.Subject.
-func (k *KMM) Name() string { return k.Detector }
+func (k *KMM) Name() string {
+	if k.SubjectName != "" {
+		return k.SubjectName
+	}
+	return k.Detector
+}
+
+// InProcess returns the calibration variant subject file f describes, run
+// in this process as the KMM subject is (for speed: no process per
+// subject), judged with f's expectations. f must have a calibration
+// section.
+func InProcess(f *File, c scenarios.Cluster) (scenarios.Subject, error) {
+	if f.Calibration == nil {
+		return nil, fmt.Errorf("subject file %s: no calibration section: only bootproof's calibration variants run in-process", f.Path)
+	}
+	return &calibrated{KMM: &KMM{Detector: BootID, Cluster: c, Variant: f.Calibration.Variant, SubjectName: f.Name}, file: f}, nil
+}
+
+// calibrated is a calibration variant run in-process.
+type calibrated struct {
+	*KMM
+	file *File
+}
+
+// Expectation implements scenarios.Expecter.
+func (c *calibrated) Expectation(s *scenarios.Scenario) (scenarios.Expectation, bool) {
+	return c.file.Expectation(s)
+}
 
 // CanPause implements scenarios.PauseChecker: the reconciler runs in
 // this process.
@@ -91,7 +122,7 @@ func (k *KMM) Start(ctx context.Context, req scenarios.SubjectRequest) (scenario
 	}
 	log := InitLogging(ctx)
 	in := &instance{rc: rc, log: log, opts: kmm.Options{
-		Detector: k.Detector, RecordBootFrom: k.RecordBootFrom, WorkerNamespaces: []string{req.Namespace},
+		Detector: k.Detector, RecordBootFrom: k.RecordBootFrom, Variant: k.Variant, WorkerNamespaces: []string{req.Namespace},
 		Selector: req.Selector, LeaderElectionNamespace: req.Namespace,
 		// The cluster's client limits (generous for fleets of simulated
 		// nodes) rather than the reconciler's defaults.

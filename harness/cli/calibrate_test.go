@@ -1,0 +1,78 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bootproof/bootproof/harness/cli"
+	"github.com/bootproof/bootproof/harness/controlplane/cptest"
+	"github.com/bootproof/bootproof/reports"
+)
+
+// TestCalibrateGates runs 'bootproof calibrate' on the embedded cluster
+// with a known-good variant and a known-bad one whose file lists a
+// scenario it is caught in (a fast reboot: it never loads again) and one
+// that cannot see its defect (no reboot at all): the report counts the
+// catch and the miss, and the miss fails the run (exit 1), as a
+// calibration below 100 % must.
+func TestCalibrateGates(t *testing.T) {
+	cptest.RequireBinaries(t)
+	t.Setenv("TMPDIR", t.TempDir())
+	dir := t.TempDir()
+	slow, err := os.ReadFile("../../examples/calibration/slow-reconcile.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "slow-reconcile.yaml"), slow, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "no-reload.yaml"), []byte(`name: cal-no-reload
+exec: {command: ["${BOOTPROOF}", kmm, --variant=no-reload]}
+calibration:
+  variant: no-reload
+  sees:
+    - scenarios: [fast-reboot-0.5g]
+      expect: fail:reload
+      why: the node reboots
+    - scenarios: [kubelet-restart-no-reboot]
+      expect: fail:reload
+      why: listed wrongly on purpose, no reboot happens
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	report := filepath.Join(t.TempDir(), "report")
+	var out, errb bytes.Buffer
+	code := cli.Run(context.Background(), []string{"calibrate", "--dir", dir, "--scenario", "fast-reboot-0.5g", "--scenario", "kubelet-restart-no-reboot",
+		"--parallel", "4", "--report-dir", report}, &out, &errb)
+	if code != cli.ExitFailed {
+		t.Fatalf("exit %d, want %d (a listed scenario missed); stdout:\n%s\nstderr:\n%s", code, cli.ExitFailed, out.String(), errb.String())
+	}
+	data, err := os.ReadFile(filepath.Join(report, reports.CalibrationJSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c reports.CalibrationResult
+	if err := json.Unmarshal(data, &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Sensitivity != (reports.Ratio{Count: 1, Total: 2}) || c.Specificity != (reports.Ratio{Count: 2, Total: 2}) {
+		t.Errorf("sensitivity %v, specificity %v; want 1 of 2 (the wrong listing missed), 2 of 2", c.Sensitivity, c.Specificity)
+	}
+	md, err := os.ReadFile(filepath.Join(report, reports.CalibrationMDFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"sensitivity 50 % (1 of 2), specificity 100 % (2 of 2)", "kubelet-restart-no-reboot: missed"} {
+		if !strings.Contains(string(md), w) {
+			t.Errorf("calibration.md lacks %q:\n%s", w, md)
+		}
+	}
+	if !strings.Contains(errb.String(), "calibration: sensitivity 50 %") {
+		t.Errorf("stderr %q: want the headline", errb.String())
+	}
+}
