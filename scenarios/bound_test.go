@@ -262,9 +262,21 @@ func runScripted(t *testing.T, firstLoad, reloadAfter time.Duration, exp Expecta
 // engine first.
 func runScriptedScenario(t *testing.T, s *Scenario, firstLoad, reloadAfter time.Duration, exp Expectation, opts ...func(*Engine)) CaseResult {
 	t.Helper()
-	w := &world{cs: k8sfake.NewClientset(),
+	w := newWorld(0)
+	return runWith(w, s, &scriptedSubject{w: w, firstLoad: firstLoad, reloadAfter: reloadAfter}, exp, opts...)
+}
+
+// newWorld returns an empty scripted world whose nodes keep the
+// lifecycle controller's not-ready taint for taintedFor (0: none).
+func newWorld(taintedFor time.Duration) *world {
+	return &world{cs: k8sfake.NewClientset(), taintedFor: taintedFor,
 		dyn: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 			map[schema.GroupVersionResource]string{contract.NMCResource: "NodeModulesConfigList"})}
+}
+
+// runWith runs s in w with subj, expected to get exp; opts change the
+// engine first.
+func runWith(w *world, s *Scenario, subj *scriptedSubject, exp Expectation, opts ...func(*Engine)) CaseResult {
 	e := &Engine{Cluster: scriptedCluster{}, Backend: scriptedBackend{w}, ReadTruth: testTruth, SettleTimeout: 5 * time.Second,
 		clients: func() (kubernetes.Interface, dynamic.Interface, error) { return w.cs, w.dyn, nil }}
 	for _, o := range opts {
@@ -272,7 +284,7 @@ func runScriptedScenario(t *testing.T, s *Scenario, firstLoad, reloadAfter time.
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	return e.Run(ctx, s, expecting{&scriptedSubject{w: w, firstLoad: firstLoad, reloadAfter: reloadAfter}, exp})
+	return e.Run(ctx, s, expecting{subj, exp})
 }
 
 // TestInitialLoadFailureIsNotAnExpectedReloadFailure: a subject that never
@@ -428,15 +440,9 @@ func TestReloadBoundGrowsWithMeasuredReloads(t *testing.T) {
 		{"misses the third reboot", 2, Fail},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := &world{cs: k8sfake.NewClientset(),
-				dyn: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-					map[schema.GroupVersionResource]string{contract.NMCResource: "NodeModulesConfigList"})}
-			e := &Engine{Cluster: scriptedCluster{}, Backend: scriptedBackend{w}, ReadTruth: testTruth, SettleTimeout: 5 * time.Second,
-				clients: func() (kubernetes.Interface, dynamic.Interface, error) { return w.cs, w.dyn, nil }}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
+			w := newWorld(0)
 			subj := &scriptedSubject{w: w, firstLoad: first, reloadAfter: first, growth: 1.6, reloads: tc.reloads}
-			r := e.Run(ctx, s, expecting{subj, Expectation{Outcome: Pass, Source: "test"}})
+			r := runWith(w, s, subj, Expectation{Outcome: Pass, Source: "test"})
 			if r.Observed != tc.observed {
 				t.Fatalf("observed %s, want %s: %s; %+v", r.Observed, tc.observed, r.Message, r.Assertions)
 			}
@@ -458,15 +464,9 @@ func TestReloadBoundGrowsWithMeasuredReloads(t *testing.T) {
 // the subject starts, and its first load is timed, only once the taint is
 // gone, so the cluster's delay is never the subject's failure.
 func TestSubjectStartsOnUntaintedNodes(t *testing.T) {
-	w := &world{cs: k8sfake.NewClientset(), taintedFor: time.Second,
-		dyn: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-			map[schema.GroupVersionResource]string{contract.NMCResource: "NodeModulesConfigList"})}
-	e := &Engine{Cluster: scriptedCluster{}, Backend: scriptedBackend{w}, ReadTruth: testTruth, SettleTimeout: 5 * time.Second,
-		clients: func() (kubernetes.Interface, dynamic.Interface, error) { return w.cs, w.dyn, nil }}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	w := newWorld(time.Second)
 	subj := &scriptedSubject{w: w, firstLoad: 100 * time.Millisecond, reloadAfter: 100 * time.Millisecond}
-	r := e.Run(ctx, scriptedFastReboot(20*time.Second), expecting{subj, Expectation{Outcome: Pass, Source: "test"}})
+	r := runWith(w, scriptedFastReboot(20*time.Second), subj, Expectation{Outcome: Pass, Source: "test"})
 	if r.Verdict != Pass || subj.startedTainted {
 		t.Errorf("verdict %s (%s); subject started on a tainted node: %v", r.Verdict, r.Message, subj.startedTainted)
 	}
