@@ -230,37 +230,7 @@ func CalibrationMarkdown(c CalibrationResult) string {
 	b.WriteString("Sensitivity: each known-bad variant caught, through the assertion named, in every scenario listed as able to see its defect. " +
 		"Specificity: each known-good (slow) variant's cases that pass. Cells: ✅ caught or passed, ❌ missed or failed, " +
 		"➕ caught in a scenario not listed, · not listed and not caught.\n\n")
-	var scen []string
-	for _, r := range c.Rows {
-		for _, cell := range r.Cells {
-			if !slices.Contains(scen, cell.Scenario) {
-				scen = append(scen, cell.Scenario)
-			}
-		}
-	}
-	slices.Sort(scen)
-	b.WriteString("| scenario |")
-	for _, r := range c.Rows {
-		fmt.Fprintf(&b, " %s |", r.Variant)
-	}
-	b.WriteString("\n|---|")
-	for range c.Rows {
-		b.WriteString("---|")
-	}
-	b.WriteString("\n")
-	for _, s := range scen {
-		fmt.Fprintf(&b, "| %s |", s)
-		for _, r := range c.Rows {
-			var marks []string
-			for _, cell := range r.Cells {
-				if cell.Scenario == s {
-					marks = append(marks, cellMark(cell))
-				}
-			}
-			fmt.Fprintf(&b, " %s |", strings.Join(marks, ""))
-		}
-		b.WriteString("\n")
-	}
+	writeCalibrationMatrix(&b, c)
 	b.WriteString("\n## Variants\n\n")
 	for _, r := range c.Rows {
 		fmt.Fprintf(&b, "### %s (%s)\n\n%s. Subject file: `%s`.\n\n", r.Variant, r.Kind, r.Summary, r.File)
@@ -297,6 +267,41 @@ func CalibrationMarkdown(c CalibrationResult) string {
 	return b.String()
 }
 
+// writeCalibrationMatrix writes the table scenario x variant.
+func writeCalibrationMatrix(b *strings.Builder, c CalibrationResult) {
+	var scen []string
+	for _, r := range c.Rows {
+		for _, cell := range r.Cells {
+			if !slices.Contains(scen, cell.Scenario) {
+				scen = append(scen, cell.Scenario)
+			}
+		}
+	}
+	slices.Sort(scen)
+	b.WriteString("| scenario |")
+	for _, r := range c.Rows {
+		fmt.Fprintf(b, " %s |", r.Variant)
+	}
+	b.WriteString("\n|---|")
+	for range c.Rows {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, s := range scen {
+		fmt.Fprintf(b, "| %s |", s)
+		for _, r := range c.Rows {
+			var marks []string
+			for _, cell := range r.Cells {
+				if cell.Scenario == s {
+					marks = append(marks, cellMark(cell))
+				}
+			}
+			fmt.Fprintf(b, " %s |", strings.Join(marks, ""))
+		}
+		b.WriteString("\n")
+	}
+}
+
 func cellMark(c CalibrationCell) string {
 	switch c.Outcome {
 	case CellCaught, CellPassed:
@@ -324,17 +329,17 @@ func oneLine(s string) string {
 	return s
 }
 
-// slowestMargin is the passing case whose slowest reload came closest to
-// its bound: the reload, the bound, and the scenario.
+// slowestMargin is the passing case whose reload came closest to its
+// wait's bound: the reload, the bound, and the scenario.
 func slowestMargin(cells []CalibrationCell) (worst, bound int64, where string) {
 	worst, bound = -1, -1
-	best := 2.0
+	closest := -1.0
 	for _, c := range cells {
 		if c.Outcome != CellPassed || c.SlowestReloadMS < 0 || c.BoundMS <= 0 {
 			continue
 		}
-		if f := float64(c.SlowestReloadMS) / float64(c.BoundMS); best > 1.5 || f > best {
-			best, worst, bound, where = f, c.SlowestReloadMS, c.BoundMS, c.Scenario+attemptSuffix(c.Attempt)
+		if f := float64(c.SlowestReloadMS) / float64(c.BoundMS); f > closest {
+			closest, worst, bound, where = f, c.SlowestReloadMS, c.BoundMS, c.Scenario+attemptSuffix(c.Attempt)
 		}
 	}
 	return worst, bound, where
