@@ -374,6 +374,7 @@ func (c *caseRun) waitReloaded(ctx context.Context, what string, nodes []string,
 	if err := c.backgroundErr(); err != nil {
 		return err
 	}
+	c.awaitNewBoots(ctx, nodes, timeout)
 	c.measureFirstLoadTruth(time.Now())
 	timeout, why := c.reloadTimeout(timeout)
 	c.mu.Lock()
@@ -383,6 +384,26 @@ func (c *caseRun) waitReloaded(ctx context.Context, what string, nodes []string,
 	}
 	c.mu.Unlock()
 	return c.runWait(ctx, caseWait{kind: waitReload, what: what, nodes: slices.Clone(nodes), spec: spec, start: time.Now(), timeout: timeout, why: why})
+}
+
+// awaitNewBoots holds a reload wait's window back until each of nodes
+// shows the new boot of its last completed reboot in its Node status:
+// the subject can act on a reboot only once the API shows it, so its
+// window starts then, whatever backend or kubelet made it late. A boot
+// that never shows within timeout is left to the wait to judge.
+func (c *caseRun) awaitNewBoots(ctx context.Context, nodes []string, timeout time.Duration) {
+	start := time.Now()
+	var late []string
+	_ = c.waitFor(ctx, timeout, func() error {
+		late = bootsNotVisible(c.facts(time.Now()), c.obs.waitRecord(nodes), nodes)
+		if len(late) == 0 {
+			return nil
+		}
+		return errNotYet
+	})
+	if d := time.Since(start); d >= 100*time.Millisecond {
+		c.log.V(1).Info("reload window held back until the new boots showed", "nodes", nodes, "waited", d, "stillNotShown", late)
+	}
 }
 
 // runWait polls until w holds (judgeWait on what was seen so far) or its

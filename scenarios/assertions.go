@@ -244,10 +244,10 @@ func (c *caseRun) checkReload() {
 	c.results = append(c.results, judgeInitialLoad(f, r), judgeWorkerWaits(f, r), judgeReload(f, r))
 }
 
-// checkExtraWork judges the loads seen so far.
+// checkExtraWork judges the loads seen so far, and the status claims.
 func (c *caseRun) checkExtraWork() {
 	r := c.obs.Record()
-	c.results = append(c.results, judgeExtraWork(r.Loads, r.Nodes))
+	c.results = append(c.results, judgeExtraWork(r.Loads, r.Nodes), judgeStatusAfterLoad(r, time.Now()))
 }
 
 // checkConsistency: the final NMC status matches ground truth. With wait,

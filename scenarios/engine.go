@@ -65,6 +65,9 @@ const (
 	AssertReload       = "reload"
 	AssertNoExtraWork  = "no-extra-work"
 	AssertConsistency  = "consistency"
+	// AssertStatusAfterLoad: no status claim leads the kernel (see
+	// judgeStatusAfterLoad).
+	AssertStatusAfterLoad = "status-after-load"
 )
 
 // Prerequisites are the assertions about the state a case must reach

@@ -24,7 +24,7 @@ type Expectation struct {
 
 // Judged lists the assertions a subject can fail through: a violated
 // precondition makes the run invalid (an error), never a failure.
-var Judged = []string{AssertInitialLoad, AssertWorker, AssertReload, AssertNoExtraWork, AssertConsistency}
+var Judged = []string{AssertInitialLoad, AssertWorker, AssertReload, AssertNoExtraWork, AssertConsistency, AssertStatusAfterLoad}
 
 // expectationSyntax is the accepted form, for error messages.
 var expectationSyntax = "pass, fail, or fail:<assertion>[,<assertion>...] with assertions " + strings.Join(Judged, ", ")

@@ -93,6 +93,12 @@ type nodeObs struct {
 	// lifecycleTaints are the node's not-ready and unreachable taints.
 	lifecycleTaints []string
 	truths          []TruthSeen // every ground truth, in the order seen
+	// kernelLoaded is the kernel's own stamp of each module's load, per
+	// boot+module, from the first ground truth that listed it.
+	kernelLoaded map[string]time.Time
+	// claims is every status claim seen, in the order seen; the open
+	// ones have a zero Until.
+	claims []StatusClaim
 }
 
 // Observer watches one case's Nodes, Leases, worker pods and
@@ -123,7 +129,7 @@ func newObserver(start time.Time, nodeNames []string, readTruth TruthReader) *Ob
 	for _, n := range nodeNames {
 		o.nodes[n] = true
 		o.state[n] = &nodeObs{bootSeen: map[string]time.Time{}, lastModule: map[string]time.Time{}, truthBootSeen: map[string]time.Time{},
-			truthActions: map[string]map[string]ActionCount{}}
+			truthActions: map[string]map[string]ActionCount{}, kernelLoaded: map[string]time.Time{}}
 	}
 	return o
 }

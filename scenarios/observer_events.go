@@ -96,10 +96,11 @@ func (o *Observer) onLease(obj any) {
 		if _, seen := s.truthBootSeen[t.BootID]; !seen {
 			s.truthBootSeen[t.BootID] = now
 		}
-		for m := range t.Modules {
+		for m, at := range t.Modules {
 			key := t.BootID + "/" + m
 			if _, seen := s.lastModule[key]; !seen {
 				s.lastModule[key] = now
+				s.kernelLoaded[key] = at
 			}
 		}
 		o.record(TraceEvent{Kind: TraceTruth, Node: l.Name, BootID: t.BootID, Detail: strings.Join(sortedKeys(t.Modules), ",")}, now)
@@ -221,6 +222,7 @@ func (o *Observer) onNMC(obj any) {
 	}
 	if !slices.Equal(s.status, status) {
 		s.status = status
+		s.claims = updateClaims(s.claims, status, now)
 		var parts []string
 		for _, e := range status {
 			parts = append(parts, fmt.Sprintf("%s@%s", e.Name, short(e.BootID)))

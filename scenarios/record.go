@@ -40,6 +40,12 @@ type NodeRecord struct {
 	// TruthActions is, per boot and module, the most loads and unloads
 	// the kernel's ground truth counted (empty when the node counts none).
 	TruthActions map[string]map[string]ActionCount
+	// KernelLoaded is the kernel's own stamp of each module's load, keyed
+	// "boot/module", from the first ground truth that listed it.
+	KernelLoaded map[string]time.Time
+	// Claims is every claim of the node's NodeModulesConfig status, in
+	// the order seen.
+	Claims []StatusClaim
 }
 
 // TruthSeen is one ground truth of a node's kernel as first observed.
@@ -101,7 +107,8 @@ func (o *Observer) nodeRecordLocked(node string) NodeRecord {
 	}
 	return NodeRecord{NotReadyAt: slices.Clone(s.notReadyAt), RenewSeen: slices.Clone(s.renewSeen),
 		BootSeen: maps.Clone(s.bootSeen), TruthBootSeen: maps.Clone(s.truthBootSeen), ModuleSeen: maps.Clone(s.lastModule),
-		Truths: slices.Clone(s.truths), TruthActions: cloneActions(s.truthActions)}
+		Truths: slices.Clone(s.truths), TruthActions: cloneActions(s.truthActions), KernelLoaded: maps.Clone(s.kernelLoaded),
+		Claims: slices.Clone(s.claims)}
 }
 
 func cloneActions(in map[string]map[string]ActionCount) map[string]map[string]ActionCount {

@@ -19,7 +19,10 @@ import (
 // slowest load the case measured of this subject so far (that first
 // load, or a reload an earlier wait saw: a node's new boot visible -> its
 // modules loaded in it), never under AtLeast and never past the wait's
-// own timeout (its timeout, else the scenario's deadline). A subject
+// own timeout (its timeout, else the scenario's deadline). The window
+// opens when the subject can act: after the timeline's resume or restart
+// of the subject (the wait follows it), once every node's Node status
+// shows the new boot of its last reboot (awaitNewBoots). A subject
 // whose reloads grow slower (backoff built up by earlier errors, a
 // restart of its own) is measured doing so: each reload it made widens
 // the next one's window, and one that misses a reboot never reloads, so
@@ -178,6 +181,24 @@ func judgeWait(f caseFacts, r Record, w caseWait) waitResult {
 			}
 		}
 		out.nodes = append(out.nodes, nl)
+	}
+	return out
+}
+
+// bootsNotVisible lists the nodes of nodes whose Node status has not
+// shown the new boot of their last completed reboot yet.
+func bootsNotVisible(f caseFacts, r Record, nodes []string) []string {
+	var out []string
+	for _, n := range nodes {
+		want := ""
+		for _, d := range f.disrupted {
+			if d.node == n && d.kind == "reboot" && d.completed && d.outcome.NewBootID != "" {
+				want = d.outcome.NewBootID
+			}
+		}
+		if _, ok := r.Nodes[n].BootSeen[want]; want != "" && !ok {
+			out = append(out, n)
+		}
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -213,5 +214,38 @@ func TestJudgeInitialLoadAndWorkerWaits(t *testing.T) {
 	}
 	if a := judgeWorkerWaits(reloadFacts(), noPod); !a.OK || a.Message != "no worker wait in the timeline" {
 		t.Errorf("worker with no wait: %+v", a)
+	}
+}
+
+// TestBootsNotVisible: a reload wait's window waits for the new boot of
+// each node's last completed reboot to show in its Node status; nodes
+// without a completed reboot, or whose new boot shows, hold nothing back.
+func TestBootsNotVisible(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	reboot := func(node, newBoot string, completed bool) disruption {
+		return disruption{kind: "reboot", node: node, completed: completed, outcome: nodeapi.RebootOutcome{OldBootID: "a", NewBootID: newBoot}}
+	}
+	r := Record{Nodes: map[string]NodeRecord{
+		"n1": {BootSeen: map[string]time.Time{"a": t0, "b": t0.Add(time.Second)}},
+		"n2": {BootSeen: map[string]time.Time{"a": t0}},
+	}}
+	for _, tc := range []struct {
+		name      string
+		disrupted []disruption
+		want      []string
+	}{
+		{"no reboot", nil, nil},
+		{"new boot shown", []disruption{reboot("n1", "b", true)}, nil},
+		{"new boot not shown yet", []disruption{reboot("n2", "b", true)}, []string{"n2"}},
+		{"a reboot still running is not waited for", []disruption{reboot("n2", "b", false)}, nil},
+		{"the last reboot counts", []disruption{reboot("n1", "b", true), reboot("n1", "c", true)}, []string{"n1"}},
+		{"a kubelet restart is no reboot", []disruption{{kind: "restart-kubelet", node: "n2", completed: true}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := bootsNotVisible(caseFacts{disrupted: tc.disrupted}, r, []string{"n1", "n2"})
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("bootsNotVisible = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

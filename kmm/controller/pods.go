@@ -80,11 +80,11 @@ func (r *Reconciler) noteFinished(node string, pod *corev1.Pod) {
 
 // createPods creates the worker pods p plans. A pod whose previous pod of
 // the same name still exists is left for a later reconcile, which the
-// result asks for; it returns how many pods it created.
-func (r *Reconciler) createPods(ctx context.Context, p *pending) (reconcile.Result, int) {
+// result asks for; it returns the pods it created.
+func (r *Reconciler) createPods(ctx context.Context, p *pending) (reconcile.Result, []*corev1.Pod) {
 	log := logr.FromContextOrDiscard(ctx)
 	var result reconcile.Result
-	created := 0
+	var created []*corev1.Pod
 	for _, pod := range p.create {
 		mlog := log.WithValues("module", moduleKey(pod.Namespace, pod.Labels[worker.ModuleNameLabel]), "pod", pod.Name,
 			"action", pod.Labels[worker.ActionLabel], "bootID", p.node.Status.NodeInfo.BootID)
@@ -97,7 +97,7 @@ func (r *Reconciler) createPods(ctx context.Context, p *pending) (reconcile.Resu
 			p.fail(fmt.Errorf("create %s worker pod %s/%s for node %s: %w", pod.Labels[worker.ActionLabel], pod.Namespace, pod.Name, p.node.Name, err))
 			continue
 		}
-		created++
+		created = append(created, pod)
 		mlog.Info("created worker pod")
 	}
 	return result, created

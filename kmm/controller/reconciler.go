@@ -192,8 +192,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.event(node, e)
 	}
 	result, created := r.createPods(ctx, p)
+	if r.is(variant.StatusOnCreate) {
+		if err := r.claimCreated(ctx, p, created); err != nil {
+			p.fail(err)
+		}
+	}
 	log.V(1).Info("reconciled", "bootID", node.Status.NodeInfo.BootID, "ready", detect.IsReady(node), "statusChanged", statusChanged,
-		"created", created, "released", len(p.release), "retry", result.RequeueAfter > 0, "errors", len(p.errs))
+		"created", len(created), "released", len(p.release), "retry", result.RequeueAfter > 0, "errors", len(p.errs))
 	return result, errors.Join(p.errs...)
 }
 

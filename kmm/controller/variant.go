@@ -2,14 +2,20 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	kmmv1beta1 "github.com/bootproof/bootproof/kmm/api/v1beta1"
 	"github.com/bootproof/bootproof/kmm/detect"
 	"github.com/bootproof/bootproof/kmm/variant"
+	"github.com/bootproof/bootproof/kmm/worker"
 )
 
 // The slownesses of the slow calibration variants.
@@ -111,4 +117,33 @@ func (r *Reconciler) refusePatch(node *corev1.Node) error {
 	ref.left--
 	r.vs.refusals[node.Name] = ref
 	return apierrors.NewTooManyRequests("status patch refused (calibration variant refused-status-patches)", 0)
+}
+
+// claimCreated is status-on-create's defect: once it has created loader
+// pods, it writes each module's status as loaded in the node's current
+// boot, before the pods ran. The finished pod is recorded again later,
+// as the correct reconciler records it.
+func (r *Reconciler) claimCreated(ctx context.Context, p *pending, created []*corev1.Pod) error {
+	before := p.nmc.Status.DeepCopy()
+	boot := p.node.Status.NodeInfo.BootID
+	for _, pod := range created {
+		if worker.ActionOf(pod) != worker.ActionLoad {
+			continue
+		}
+		cfg, err := worker.ConfigOf(pod)
+		if err != nil {
+			return fmt.Errorf("node %s, loader pod %s/%s: %w", p.nmc.Name, pod.Namespace, pod.Name, err)
+		}
+		setStatus(p.nmc, kmmv1beta1.NodeModuleStatus{ModuleItem: worker.ItemOf(pod), Config: cfg, BootID: boot,
+			LastTransitionTime: metav1.NewTime(r.Clock.Now())})
+		logr.FromContextOrDiscard(ctx).Info("calibration variant: loader pod created; status written as loaded", "pod", pod.Name, "bootID", boot)
+	}
+	if equality.Semantic.DeepEqual(before, &p.nmc.Status) {
+		return nil
+	}
+	if err := r.writeStatus(ctx, p.nmc, p.node, before); err != nil {
+		return fmt.Errorf("patch status of nodemodulesconfig %s: %w", p.nmc.Name, err)
+	}
+	r.seen.Store(p.nmc.Name, p.nmc.ResourceVersion)
+	return nil
 }

@@ -42,6 +42,11 @@ const (
 	// IgnoreKernelChange does nothing when the kernel version of a module's
 	// config changed (a kernel upgrade on reboot).
 	IgnoreKernelChange Name = "ignore-kernel-change"
+	// StatusOnCreate writes a module's status as loaded in the node's
+	// current boot as soon as it has created the loader pod, before the
+	// pod ran: for as long as the pod takes to start and load, the status
+	// claims a load the kernel has not made.
+	StatusOnCreate Name = "status-on-create"
 	// NeverLoad never creates a loader pod.
 	NeverLoad Name = "never-load"
 	// IgnoreRemoved does nothing for a module removed from the spec: its
@@ -87,6 +92,7 @@ var All = []Variant{
 	{NoReload, Defect, "never loads again after a reboot"},
 	{NoBootRecord, Defect, "records no boot, so it loads again on every reconcile"},
 	{IgnoreKernelChange, Defect, "ignores a kernel version change on reboot"},
+	{StatusOnCreate, Defect, "writes the status as loaded when it creates the loader pod, before the load ran"},
 	{NeverLoad, Defect, "never loads at all"},
 	{IgnoreRemoved, Defect, "ignores a module removed from the spec"},
 	{UpdateEventsOnly, Defect, "notices a boot change only between boots it saw, so a reboot while it was down is missed"},

@@ -1,0 +1,72 @@
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	kmmv1beta1 "github.com/bootproof/bootproof/kmm/api/v1beta1"
+	"github.com/bootproof/bootproof/kmm/detect"
+	"github.com/bootproof/bootproof/kmm/variant"
+	"github.com/bootproof/bootproof/kmm/worker"
+)
+
+// TestStatusOnCreate: the reconcile that creates a loader pod writes no
+// status entry, but for the status-on-create variant, which claims the
+// module loaded in the node's boot before the pod ran.
+func TestStatusOnCreate(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := kmmv1beta1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		variant   variant.Name
+		wantClaim bool
+	}{
+		{variant.None, false},
+		{variant.StatusOnCreate, true},
+		{variant.TwoWorkers, false},
+	} {
+		t.Run(string(tc.variant), func(t *testing.T) {
+			item := kmmv1beta1.ModuleItem{Name: "dummy", Namespace: "ns"}
+			cfg := kmmv1beta1.ModuleConfig{KernelVersion: "6.1", ContainerImage: "example.invalid/dummy:1"}
+			nmc := &kmmv1beta1.NodeModulesConfig{ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "nmc-uid"},
+				Spec: kmmv1beta1.NodeModulesConfigSpec{Modules: []kmmv1beta1.NodeModuleSpec{{ModuleItem: item, Config: cfg}}}}
+			api := fake.NewClientBuilder().WithScheme(scheme).WithObjects(baseNode(), nmc).WithStatusSubresource(nmc).
+				WithIndex(&corev1.Pod{}, PodNodeNameIndex, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).Build()
+			r := &Reconciler{Client: api, APIReader: api, Detector: detect.BootIDDetector{}, BootSource: BootFromWorker, Variant: tc.variant,
+				Clock: clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
+			if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "n"}}); err != nil {
+				t.Fatalf("reconcile: %v", err)
+			}
+			pods := &corev1.PodList{}
+			if err := api.List(context.Background(), pods, client.HasLabels{worker.ActionLabel}); err != nil {
+				t.Fatal(err)
+			}
+			if len(pods.Items) != 1 || worker.ActionOf(&pods.Items[0]) != worker.ActionLoad {
+				t.Fatalf("worker pods after the reconcile: %d, want one loader pod", len(pods.Items))
+			}
+			got := &kmmv1beta1.NodeModulesConfig{}
+			if err := api.Get(context.Background(), types.NamespacedName{Name: "n"}, got); err != nil {
+				t.Fatal(err)
+			}
+			claimed := len(got.Status.Modules) == 1 && got.Status.Modules[0].BootID == "A" && got.Status.Modules[0].Name == "dummy"
+			if claimed != tc.wantClaim || (!tc.wantClaim && len(got.Status.Modules) != 0) {
+				t.Errorf("status with the loader pod not yet run = %+v, want a claim of boot A: %v", got.Status.Modules, tc.wantClaim)
+			}
+		})
+	}
+}
