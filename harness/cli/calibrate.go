@@ -30,6 +30,7 @@ type calibrateOptions struct {
 	variants  []string
 	scenarios []string
 	parallel  int
+	nodes     int
 	repeat    int
 	reportDir string
 	binDir    string
@@ -69,6 +70,7 @@ run was interrupted or could not start.`,
 	f.StringArrayVar(&co.variants, "variant", nil, "run only this variant (more than once for several; default all the directory's)")
 	f.StringArrayVar(&co.scenarios, "scenario", nil, "scenario name or glob (default: the whole catalog)")
 	f.IntVar(&co.parallel, "parallel", DefaultCalibrateParallel, "cases run at once")
+	f.IntVar(&co.nodes, "max-parallel-nodes", DefaultNodeBudget, "nodes of the cases run at once, at most (0: no cap), as for 'run'")
 	f.IntVar(&co.repeat, "repeat", 1, fmt.Sprintf("run every variant x scenario this many times (at most %d): a defect must be caught in every run", MaxRepeat))
 	f.StringVar(&co.reportDir, "report-dir", "", "report directory: new or empty (default a new "+DefaultReportRoot+"/<timestamp>-<random>)")
 	f.StringVar(&co.binDir, "bin-dir", "", "control-plane binaries for the embedded cluster (default as for 'controlplane up')")
@@ -97,7 +99,7 @@ func (co calibrateOptions) runOptions() (runOptions, error) {
 	sort.Strings(files)
 	return runOptions{
 		cluster: "embedded", nodes: "fake", subjectFiles: files, scenarios: co.scenarios,
-		monitor: DefaultRunMonitor, parallel: co.parallel, repeat: co.repeat, reportDir: co.reportDir,
+		monitor: DefaultRunMonitor, parallel: co.parallel, nodeBudget: co.nodes, repeat: co.repeat, reportDir: co.reportDir,
 		binDir: co.binDir, certValidity: controlplane.DefaultCertValidity, nodeCreds: "shared",
 		verbose: co.verbose, calibrate: &calibrateRun{variants: co.variants, dir: co.dir},
 	}, nil

@@ -30,6 +30,8 @@ func TestRunBadInput(t *testing.T) {
 		{"bad parallel", []string{"run", "--parallel", "0"}, []string{"--parallel", "1 or more"}},
 		{"bad repeat", []string{"run", "--repeat", "0"}, []string{"invalid --repeat 0", "accepted: 1 to 100"}},
 		{"too many repeats", []string{"run", "--repeat", "101"}, []string{"invalid --repeat 101", "accepted: 1 to 100"}},
+		{"negative node cap", []string{"run", "--max-parallel-nodes", "-1"}, []string{"invalid --max-parallel-nodes -1", "accepted: 0 (no cap) or more"}},
+		{"calibrate: negative node cap", []string{"calibrate", "--dir", "../../examples/calibration", "--max-parallel-nodes", "-5"}, []string{"invalid --max-parallel-nodes -5"}},
 		{"bad scenario file", []string{"run", "--scenario-file", "../../scenarios/testdata/invalid-downtime.yaml"}, []string{"invalid-downtime.yaml:6", "actions[0].reboot.downtime"}},
 		{"negative grace", []string{"run", "--grace-period=-1s"}, []string{"--grace-period", "at least 1s"}},
 		{"zero grace period", []string{"run", "--grace-period", "0s"}, []string{"invalid --grace-period 0s", "at least 1s", "leave --grace-period out"}},

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"golang.org/x/sync/errgroup"
 	coordinationv1 "k8s.io/api/coordination/v1"
 
 	"github.com/bootproof/bootproof/fakes"
@@ -37,7 +36,11 @@ type Config struct {
 	Repeat int
 	// MaxNodes caps scenario node counts (0: none).
 	MaxNodes int
-	Progress Progress
+	// NodeBudget caps the nodes of the cases running at once (0: no
+	// cap): a case whose nodes do not fit waits, and smaller cases start
+	// before it. A case of more nodes than the budget runs alone.
+	NodeBudget int
+	Progress   Progress
 	// RunID labels everything the cases create (contract.RunLabel); see
 	// package harness/runs.
 	RunID string
@@ -174,22 +177,33 @@ func runClusterWide(ctx context.Context, cfg Config, eng *scenarios.Engine, subj
 	}
 }
 
-// runJobs runs jobs, par at once, into out; note, when set, is added to
-// each result's notes.
+// runJobs runs jobs, par at once and within the node budget, into out;
+// note, when set, is added to each result's notes.
 func runJobs(ctx context.Context, cfg Config, eng *scenarios.Engine, jobs []job, par int, out []scenarios.CaseResult, note string) {
 	// Longest first (scenarios.Cost), so that a parallel run does not end
 	// on one long case started last; results stay in scenario order.
 	grace := cfg.Cluster.GracePeriod()
 	jobs = slices.Clone(jobs)
 	slices.SortStableFunc(jobs, func(a, b job) int { return cmp.Compare(b.s.Cost(grace), a.s.Cost(grace)) })
-	var g errgroup.Group
-	g.SetLimit(par) // Go blocks while par cases run: cases start in that order
-	for _, j := range jobs {
-		g.Go(func() error {
+	nodes := make([]int, len(jobs))
+	for i, j := range jobs {
+		nodes[i] = j.s.Nodes
+		if cfg.MaxNodes > 0 {
+			nodes[i] = min(nodes[i], cfg.MaxNodes)
+		}
+	}
+	sl := newSlots(par, cfg.NodeBudget)
+	var wg sync.WaitGroup
+	for len(jobs) > 0 {
+		i := sl.take(nodes)
+		j, n := jobs[i], nodes[i]
+		jobs, nodes = slices.Delete(jobs, i, i+1), slices.Delete(nodes, i, i+1)
+		wg.Go(func() {
+			defer sl.give(n)
 			if ctx.Err() != nil {
 				// Interrupted: the remaining cases do not run.
 				out[j.i] = notRun(cfg, j, scenarios.NotRunInterrupted+" ("+ctx.Err().Error()+")")
-				return nil
+				return
 			}
 			if cfg.Progress != nil {
 				cfg.Progress.Started(j.s.Name, j.subj.Name())
@@ -203,10 +217,9 @@ func runJobs(ctx context.Context, cfg Config, eng *scenarios.Engine, jobs []job,
 			if cfg.Progress != nil {
 				cfg.Progress.Finished(r)
 			}
-			return nil
 		})
 	}
-	_ = g.Wait() // cases report through out, never through an error
+	wg.Wait()
 }
 
 // notRun is the result of a case that did not run.
