@@ -35,8 +35,8 @@ func facts(parts ...map[string]string) map[string]string {
 
 var (
 	// ci.yaml on every event: verify and test with the browser test
-	// required and both JUnit files published, and fault injection with
-	// its table published.
+	// required and both JUnit files published, fault injection with its
+	// table published, and the calibration with its report.
 	ciFacts = map[string]string{
 		"test":                                            "runs",
 		"test.runs-on":                                    "ubuntu-24.04",
@@ -48,11 +48,18 @@ var (
 		"test.steps[publish-unit].with.junit":             "_output/junit-unit.xml",
 		"test.steps[publish-embedded].after-failure":      "runs",
 		"test.steps[publish-embedded].with.junit":         "_output/junit-embedded.xml",
-		"faults":                                "runs",
-		"faults.steps[test-faults]":             "runs",
-		"faults.steps[publish].after-failure":   "runs",
-		"faults.steps[publish].with.report-dir": "_output/faults",
-		"faults.steps[publish].steps[JUnit]":    "skipped", // no JUnit from make test-faults
+		"faults":                                   "runs",
+		"faults.steps[test-faults]":                "runs",
+		"faults.steps[publish].after-failure":      "runs",
+		"faults.steps[publish].with.report-dir":    "_output/faults",
+		"faults.steps[publish].steps[JUnit]":       "skipped", // no JUnit from make test-faults
+		"calibrate":                                "runs",
+		"calibrate.runs-on":                        "ubuntu-24.04",
+		"calibrate.steps[calibrate]":               "runs",
+		"calibrate.steps[publish].after-failure":   "runs",
+		"calibrate.steps[publish].with.report-dir": "_output/calibration",
+		"calibrate.steps[publish].with.junit":      "_output/calibration/junit.xml",
+		"calibrate.steps[publish].with.summary":    "_output/calibration/calibration.md",
 	}
 	// e2e.yaml on push and pull_request: kind, and the VM smoke subset on
 	// a GitHub-hosted runner; not the self-hosted catalog.
