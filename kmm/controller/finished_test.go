@@ -9,9 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,13 +42,7 @@ func (s *staleList) List(ctx context.Context, list client.ObjectList, opts ...cl
 // still lists the deleted pod make no write and emit nothing, and the
 // reconciler forgets the pod once the cache no longer lists it.
 func TestFinishedPodOnStaleCache(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := kmmv1beta1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	scheme := testScheme(t)
 	item := kmmv1beta1.ModuleItem{Name: "dummy", Namespace: "ns"}
 	cfg := kmmv1beta1.ModuleConfig{KernelVersion: "6.1", ContainerImage: "example.invalid/dummy:1"}
 	nmc := &kmmv1beta1.NodeModulesConfig{ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "nmc-uid"},

@@ -25,13 +25,7 @@ import (
 // status entry, but for the status-on-create variant, which claims the
 // module loaded in the node's boot before the pod ran.
 func TestStatusOnCreate(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := kmmv1beta1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	scheme := testScheme(t)
 	for _, tc := range []struct {
 		variant   variant.Name
 		wantClaim bool
@@ -69,4 +63,17 @@ func TestStatusOnCreate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testScheme knows the core types and bootproof's KMM API.
+func testScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := kmmv1beta1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	return scheme
 }
