@@ -190,12 +190,7 @@ func judgeWait(f caseFacts, r Record, w caseWait) waitResult {
 func bootsNotVisible(f caseFacts, r Record, nodes []string) []string {
 	var out []string
 	for _, n := range nodes {
-		want := ""
-		for _, d := range f.disrupted {
-			if d.node == n && d.kind == "reboot" && d.completed && d.outcome.NewBootID != "" {
-				want = d.outcome.NewBootID
-			}
-		}
+		want := rebootedInto(f, n, f.now)
 		if _, ok := r.Nodes[n].BootSeen[want]; want != "" && !ok {
 			out = append(out, n)
 		}
@@ -208,13 +203,19 @@ func bootsNotVisible(f caseFacts, r Record, nodes []string) []string {
 // a boot its kernel showed at t that was first seen after that one (a
 // reboot nobody asked for) is the current one.
 func wantBoot(f caseFacts, nr NodeRecord, n string, t time.Time) string {
-	rebooted := ""
+	return currentBoot(rebootedInto(f, n, t), NodeSnapshot{BootID: nr.BootAt(t), TruthBoot: nr.TruthAt(t).BootID}, nr)
+}
+
+// rebootedInto is the new boot of node n's last reboot completed by t
+// ("": none).
+func rebootedInto(f caseFacts, n string, t time.Time) string {
+	boot := ""
 	for _, d := range f.disrupted {
 		if d.node == n && d.kind == "reboot" && d.completed && !d.end.After(t) {
-			rebooted = d.outcome.NewBootID
+			boot = d.outcome.NewBootID
 		}
 	}
-	return currentBoot(rebooted, NodeSnapshot{BootID: nr.BootAt(t), TruthBoot: nr.TruthAt(t).BootID}, nr)
+	return boot
 }
 
 // currentBoot is the boot a node is known to be in: rebooted, the new
