@@ -4,7 +4,7 @@
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 # socat: QEMU runs it per guest connection to forward the API server (guestfwd cmd:).
-pkgs=(qemu-system-x86 libvirt-daemon-system libvirt-dev kmod pkg-config socat)
+pkgs=(qemu-system-x86 libvirt-daemon-system kmod socat)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -4,7 +4,6 @@ set -uo pipefail
 problems=()
 command -v qemu-system-x86_64 >/dev/null || problems+=("qemu-system-x86_64 is missing (package qemu-system-x86)")
 command -v socat >/dev/null || problems+=("socat is missing (package socat): QEMU runs it to forward the guests' only connection, to the API server")
-pkg-config --exists libvirt 2>/dev/null || problems+=("libvirt headers are missing (package libvirt-dev)")
 for t in apt-get apt-cache dpkg-deb depmod; do command -v "$t" >/dev/null || problems+=("$t is missing (needed to fetch and prepare the Debian kernel)"); done
 [ -S /var/run/libvirt/libvirt-sock ] || problems+=("libvirtd is not reachable at /var/run/libvirt/libvirt-sock (start it: libvirtd -d; virtlogd -d)")
 pgrep -x virtlogd >/dev/null || problems+=("virtlogd is not running (start it: virtlogd -d)")

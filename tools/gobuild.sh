@@ -3,7 +3,7 @@
 # minutes (the control plane, bootproof itself on a cold cache) must not
 # look hung.
 #   tools/gobuild.sh TAG OUT PKG [go build flags...]
-# e.g. tools/gobuild.sh bootproof bin/bootproof ./cmd/bootproof -tags libvirt
+# e.g. tools/gobuild.sh bootproof bin/bootproof ./cmd/bootproof
 # It runs in the current directory (the module of PKG), with the caller's
 # environment (CGO_ENABLED, GOFLAGS; $GO names the go command, default go).
 # It prints "TAG: building PKG (N

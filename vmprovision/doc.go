@@ -27,8 +27,9 @@
 //     or KVM, serial console to a file, a user-mode virtio NIC with the
 //     agent's control port forwarded to 127.0.0.1). Backend and NodeSet
 //     implement nodeapi.NodeBackend and nodeapi.NodeSet over a
-//     Hypervisor; the libvirt Hypervisor (ConnectLibvirt, cgo) is behind
-//     the libvirt build tag so the rest builds without libvirt headers.
+//     Hypervisor; the libvirt Hypervisor (ConnectLibvirt) speaks libvirt's
+//     RPC protocol in Go (github.com/digitalocean/go-libvirt), so no
+//     bootproof binary needs cgo or libvirt's headers.
 //     A reboot's downtime is the whole time the node is down: the domain
 //     is held paused (or off) for the downtime minus the node's natural
 //     boot, measured on its previous reboot (BootEstimate before that);
@@ -50,6 +51,6 @@
 // Tests that boot real VMs run only with BOOTPROOF_VM_TEST=1:
 //
 //	BOOTPROOF_VM_TEST=1 go test ./vmprovision -run TestVMBootRebootQEMU -v
-//	BOOTPROOF_VM_TEST=1 go test -tags libvirt ./vmprovision -run TestLibvirtRebootModes -v
-//	BOOTPROOF_VM_TEST=1 go test -tags libvirt ./vmprovision -run TestVMIsolation -v
+//	BOOTPROOF_VM_TEST=1 go test ./vmprovision -run TestLibvirtRebootModes -v
+//	BOOTPROOF_VM_TEST=1 go test ./vmprovision -run TestVMIsolation -v
 package vmprovision

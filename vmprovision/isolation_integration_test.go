@@ -1,4 +1,4 @@
-//go:build libvirt && linux
+//go:build linux
 
 package vmprovision_test
 

@@ -40,8 +40,7 @@ type LinkSetter interface {
 	SetLink(up bool) error
 }
 
-// Hypervisor defines domains; the libvirt implementation is behind the
-// libvirt build tag.
+// Hypervisor defines domains (Libvirt, or a test's fake).
 type Hypervisor interface {
 	Define(xml string) (Domain, error)
 	Close() error

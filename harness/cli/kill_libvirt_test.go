@@ -1,5 +1,3 @@
-//go:build libvirt
-
 package cli_test
 
 import (

@@ -224,9 +224,6 @@ func (o *runOptions) validate() (runPlan, error) {
 
 // validateLibvirt checks the VM flags and caps node counts by default.
 func (o *runOptions) validateLibvirt() error {
-	if err := backend.CheckLibvirtBuild(); err != nil {
-		return withCode(ExitUsage, fmt.Errorf("--nodes libvirt: %w", err))
-	}
 	if err := o.vm.Default(); err != nil {
 		return failure(err)
 	}
@@ -311,7 +308,8 @@ func (rc *runContext) run(ctx context.Context) error {
 	start := time.Now()
 	prog.start()
 	res := runner.Run(ctx, runner.Config{Cluster: cl, Backend: nodes, Subjects: subjects,
-		Scenarios: rc.plan.scenarios, Parallel: rc.o.parallel, Repeat: rc.o.repeat, MaxNodes: rc.o.maxNodes, NodeBudget: rc.o.nodeBudget, Progress: prog, RunID: run.ID})
+		Scenarios: rc.plan.scenarios, Parallel: rc.o.parallel, Repeat: rc.o.repeat, MaxNodes: rc.o.maxNodes, NodeBudget: rc.o.nodeBudget, Progress: prog, RunID: run.ID,
+		Include: rc.o.calibrate.include(rc.plan.subjectFiles)})
 	prog.stop()
 	if er, ok := cl.(environmentReporter); ok {
 		maps.Copy(env, er.Environment(ctx))

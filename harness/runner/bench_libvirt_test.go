@@ -1,5 +1,3 @@
-//go:build libvirt
-
 package runner_test
 
 import (

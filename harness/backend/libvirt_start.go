@@ -1,5 +1,3 @@
-//go:build libvirt
-
 package backend
 
 import (
@@ -22,10 +20,6 @@ import (
 	"github.com/bootproof/bootproof/scenarios"
 	"github.com/bootproof/bootproof/vmprovision"
 )
-
-// CheckLibvirtBuild reports whether this binary was built with the
-// libvirt build tag (nil: it was).
-func CheckLibvirtBuild() error { return nil }
 
 // Libvirt is a started libvirt VM backend: the guest image is built, the
 // accelerator chosen and libvirt connected. Close removes every domain of
