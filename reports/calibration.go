@@ -113,8 +113,12 @@ type CalibrationResult struct {
 	// Specificity: known-good variants' cases that passed, over all.
 	Specificity Ratio `json:"specificity"`
 	// ExtraCatches counts known-bad cases caught in a scenario not listed.
-	ExtraCatches int              `json:"extra_catches"`
-	Rows         []CalibrationRow `json:"variants"`
+	ExtraCatches int `json:"extra_catches"`
+	// ListedOnly: the known-bad variants ran only in their listed
+	// scenarios (calibrate --listed-only), so catches elsewhere were not
+	// looked for; both ratios are measured as without it.
+	ListedOnly bool             `json:"listed_only"`
+	Rows       []CalibrationRow `json:"variants"`
 }
 
 // OK reports sensitivity and specificity both 100 %.
@@ -214,6 +218,9 @@ func WriteCalibration(dir string, c CalibrationResult) error {
 
 // CalibrationHeadline is the result in one line.
 func CalibrationHeadline(c CalibrationResult) string {
+	if c.ListedOnly {
+		return fmt.Sprintf("sensitivity %s, specificity %s; known-bad variants run only in their listed scenarios (--listed-only)", c.Sensitivity, c.Specificity)
+	}
 	return fmt.Sprintf("sensitivity %s, specificity %s, %d extra catch(es) in scenarios not listed", c.Sensitivity, c.Specificity, c.ExtraCatches)
 }
 
@@ -229,7 +236,7 @@ func CalibrationMarkdown(c CalibrationResult) string {
 	fmt.Fprintf(&b, "# bootproof calibration\n\n%s %s\n\n", status, CalibrationHeadline(c))
 	b.WriteString("Sensitivity: each known-bad variant caught, through the assertion named, in every scenario listed as able to see its defect. " +
 		"Specificity: each known-good (slow) variant's cases that pass. Cells: ✅ caught or passed, ❌ missed or failed, " +
-		"➕ caught in a scenario not listed, · not listed and not caught.\n\n")
+		"➕ caught in a scenario not listed, · not listed and not caught, – not run.\n\n")
 	writeCalibrationMatrix(&b, c)
 	b.WriteString("\n## Variants\n\n")
 	for _, r := range c.Rows {
@@ -295,6 +302,9 @@ func writeCalibrationMatrix(b *strings.Builder, c CalibrationResult) {
 				if cell.Scenario == s {
 					marks = append(marks, cellMark(cell))
 				}
+			}
+			if len(marks) == 0 {
+				marks = append(marks, "–")
 			}
 			fmt.Fprintf(b, " %s |", strings.Join(marks, ""))
 		}

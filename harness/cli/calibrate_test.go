@@ -76,3 +76,70 @@ calibration:
 		t.Errorf("stderr %q: want the headline", errb.String())
 	}
 }
+
+// TestCalibrateListedOnly: with --listed-only a known-bad variant runs
+// only in the scenarios its file lists, a slow one in every scenario; the
+// figures are measured as without it, and the report says which cells
+// were not run.
+func TestCalibrateListedOnly(t *testing.T) {
+	cptest.RequireBinaries(t)
+	t.Setenv("TMPDIR", t.TempDir())
+	dir := t.TempDir()
+	slow, err := os.ReadFile("../../examples/calibration/slow-reconcile.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "slow-reconcile.yaml"), slow, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "no-reload.yaml"), []byte(`name: cal-no-reload
+exec: {command: ["${BOOTPROOF}", kmm, --variant=no-reload]}
+calibration:
+  variant: no-reload
+  sees:
+    - scenarios: [fast-reboot-0.5g]
+      expect: fail:reload
+      why: the node reboots
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	report := filepath.Join(t.TempDir(), "report")
+	var out, errb bytes.Buffer
+	code := cli.Run(context.Background(), []string{"calibrate", "--dir", dir, "--scenario", "fast-reboot-0.5g", "--scenario", "kubelet-restart-no-reboot",
+		"--listed-only", "--parallel", "4", "--report-dir", report}, &out, &errb)
+	if code != cli.ExitOK {
+		t.Fatalf("exit %d, want %d; stdout:\n%s\nstderr:\n%s", code, cli.ExitOK, out.String(), errb.String())
+	}
+	data, err := os.ReadFile(filepath.Join(report, reports.CalibrationJSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c reports.CalibrationResult
+	if err := json.Unmarshal(data, &c); err != nil {
+		t.Fatal(err)
+	}
+	if !c.ListedOnly || c.Sensitivity != (reports.Ratio{Count: 1, Total: 1}) || c.Specificity != (reports.Ratio{Count: 2, Total: 2}) {
+		t.Errorf("listed only %t, sensitivity %v, specificity %v; want true, 1 of 1, 2 of 2", c.ListedOnly, c.Sensitivity, c.Specificity)
+	}
+	ran := map[string][]string{}
+	for _, r := range c.Rows {
+		for _, cell := range r.Cells {
+			ran[r.Variant] = append(ran[r.Variant], cell.Scenario)
+		}
+	}
+	if got := strings.Join(ran["no-reload"], ","); got != "fast-reboot-0.5g" {
+		t.Errorf("no-reload ran in %q, want its listed scenario only", got)
+	}
+	if got := len(ran["slow-reconcile"]); got != 2 {
+		t.Errorf("slow-reconcile ran in %d scenarios, want both", got)
+	}
+	md, err := os.ReadFile(filepath.Join(report, reports.CalibrationMDFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"(--listed-only)", "| kubelet-restart-no-reboot | – |"} {
+		if !strings.Contains(string(md), w) {
+			t.Errorf("calibration.md lacks %q:\n%s", w, md)
+		}
+	}
+}

@@ -41,6 +41,9 @@ type Config struct {
 	// before it. A case of more nodes than the budget runs alone.
 	NodeBudget int
 	Progress   Progress
+	// Include, when set, keeps only the cases of scenario x subject it
+	// returns true for (calibrate --listed-only); nil keeps every case.
+	Include func(s *scenarios.Scenario, subj scenarios.Subject) bool
 	// RunID labels everything the cases create (contract.RunLabel); see
 	// package harness/runs.
 	RunID string
@@ -100,6 +103,9 @@ func Run(ctx context.Context, cfg Config) scenarios.Results {
 	repeat := max(1, cfg.Repeat)
 	for _, s := range cfg.Scenarios {
 		for _, subj := range cfg.Subjects {
+			if cfg.Include != nil && !cfg.Include(s, subj) {
+				continue
+			}
 			for a := range repeat {
 				j := job{i: n, s: s, subj: subj}
 				if repeat > 1 {
