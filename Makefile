@@ -1,14 +1,18 @@
 # bootproof - run 'make help' for the targets.
 SHELL := /bin/bash
 GO ?= go
-# Every go command of these targets builds with -trimpath, as the control
-# plane, 'make build', the kind node image's builder and the guest agent
-# are built: source paths are part of a package's compiled form, so without
-# it the tests and the VM build compiled every dependency a second time
-# (cgo or not shares all but a few packages). Measured: a package set
-# built with -trimpath, then built again without it, recompiled 269 of 270
-# packages; again with it and cgo on, 28.
+# Every go command of these targets builds with -trimpath and without cgo,
+# as the control plane, the kind node image's binaries and the guest agent
+# are built: source paths and cgo are part of a package's compiled form, so
+# one flavour lets the control plane's compile (first in .ci/run) serve the
+# tests', the binaries' and the kind image's. Measured: a package set built
+# with -trimpath, then built again without it, recompiled 269 of 270
+# packages; cmd/bootproof built with cgo after a build without it, 460 of
+# 930. The race detector needs cgo: 'make test' turns it on for that pass
+# alone (a build of its own anyway). TestSharedModuleVersions keeps the
+# modules bootproof and the control plane both link at one version.
 export GOFLAGS := -trimpath $(GOFLAGS)
+export CGO_ENABLED := 0
 BIN_DIR := $(CURDIR)/bin
 # Run outputs (reports, JUnit, figures); not the reports/ Go package.
 REPORTS_DIR := $(CURDIR)/_output
@@ -21,8 +25,10 @@ PARALLEL ?= 16
 TEST_PROCS ?= 8
 # Runs of the catalog 'make soak' makes.
 RUNS ?= 5
-# Runs of each case 'make calibrate' makes.
+# Runs of each case 'make calibrate' makes, and more of its flags
+# (.ci/run: --listed-only, each known-bad variant in its listed scenarios only).
 REPEAT ?= 1
+CALIBRATE_FLAGS ?=
 # Ginkgo label filter for the catalog suite in 'make test' (empty: all).
 LABELS ?=
 # Scenario label for 'make e2e-libvirt' (empty: every scenario of the
@@ -38,8 +44,6 @@ BENCH_FLEET_WINDOW ?= 120s
 BENCH_FLEETMAX_STEPS ?= 1000,2000,3000,4000,5000,6000,8000,10000
 BENCH_FLEETMAX_SETTLE ?= 20s
 BENCH_FLEETMAX_WINDOW ?= 60s
-# Build tags for 'make build' (libvirt: VM support, needs libvirt-dev).
-GOTAGS ?=
 # Node image of 'make e2e-kind': local (built here by 'make kind-image', no
 # registry needed), published (kind's kindest/node, pinned by digest in
 # harness/cluster), or an image name.
@@ -59,13 +63,12 @@ help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_.-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build bin/bootproof, statically linked with -trimpath, as bootproof-agent and the runtime shim are, so that they share one compile (GOTAGS=libvirt adds VM support, which needs cgo and libvirt-dev), with a progress line a minute.
-	@GO=$(GO) $(if $(filter libvirt,$(GOTAGS)),,CGO_ENABLED=0) tools/gobuild.sh bootproof $(BIN_DIR)/bootproof ./cmd/bootproof $(if $(filter libvirt,$(GOTAGS)),,-trimpath) $(if $(GOTAGS),-tags $(GOTAGS))
+build: ## Build bin/bootproof (VM support included), statically linked, with a progress line a minute.
+	@GO=$(GO) tools/gobuild.sh bootproof $(BIN_DIR)/bootproof ./cmd/bootproof
 
 .PHONY: build-libvirt
-build-libvirt: ## Build bin/bootproof with VM support (needs libvirt-dev) and the static guest agent bin/bootproof-agent.
-	@GO=$(GO) tools/gobuild.sh "bootproof (libvirt)" $(BIN_DIR)/bootproof ./cmd/bootproof -tags libvirt
-	@GO=$(GO) CGO_ENABLED=0 tools/gobuild.sh bootproof-agent $(BIN_DIR)/bootproof-agent ./cmd/bootproof-agent -trimpath '-ldflags=-s -w'
+build-libvirt: build ## Build bin/bootproof and the guest agent bin/bootproof-agent that VM nodes boot.
+	@GO=$(GO) tools/gobuild.sh bootproof-agent $(BIN_DIR)/bootproof-agent ./cmd/bootproof-agent '-ldflags=-s -w'
 
 .PHONY: controlplane
 controlplane: ## Build bin/etcd, bin/kube-apiserver, bin/kube-controller-manager from tools/controlplane (only when the pins change).
@@ -79,7 +82,7 @@ test: controlplane tools gotestsum ## Every test (JUnit: _output/junit-unit.xml)
 	@# its own (stopped with the recipe) but in the same session, so that the kernel's per-session
 	@# scheduling (autogroup) does not give it a share of its own, and its output follows the first pass's.
 	@# No vet step: the first pass vets the same packages.
-	@set -m; BOOTPROOF_REQUIRE_TOOLS=1 nice -n 10 $(GO) test -race -vet=off -count=1 -timeout $(TEST_TIMEOUT) $$(hack/race-packages.sh) >$(REPORTS_DIR)/race/race.log 2>&1 & race=$$!; set +m; \
+	@set -m; BOOTPROOF_REQUIRE_TOOLS=1 CGO_ENABLED=1 nice -n 10 $(GO) test -race -vet=off -count=1 -timeout $(TEST_TIMEOUT) $$(hack/race-packages.sh) >$(REPORTS_DIR)/race/race.log 2>&1 & race=$$!; set +m; \
 	  trap 'kill -- -$$race 2>/dev/null' EXIT INT TERM; \
 	  echo "race detector: go test -race on the packages that need no control plane, beside the first pass (at nice 10; output in $(REPORTS_DIR)/race/race.log, shown after the first pass)"; \
 	  echo "BOOTPROOF_REQUIRE_CONTROLPLANE=1 BOOTPROOF_REQUIRE_TOOLS=1 $(BIN_DIR)/gotestsum --format testname --junitfile $(REPORTS_DIR)/junit-unit.xml -- -p 4 -parallel 4 -count=1 -timeout $(TEST_TIMEOUT) PACKAGES"; \
@@ -126,9 +129,7 @@ lint: ## gofmt and go vet.
 .PHONY: verify
 verify: lint ## lint, golangci-lint (.golangci.yaml: linters, function length, dependency directions), generated files current, workflows pass actionlint and their expressions evaluate as tools/workflowcheck's tables say.
 	@BIN_DIR=$(BIN_DIR) tools/build.sh golangci golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint
-	@if pkg-config --exists libvirt 2>/dev/null; then tags=libvirt; else tags=; \
-	  echo "verify: libvirt-dev is missing, so the files behind the libvirt build tag are not linted ('make deps-libvirt' installs it; .ci/run does first)"; fi; \
-	  echo "$(BIN_DIR)/golangci-lint run --build-tags=$$tags ./..."; $(BIN_DIR)/golangci-lint run --build-tags="$$tags" ./...
+	$(BIN_DIR)/golangci-lint run ./...
 	@BIN_DIR=$(BIN_DIR) hack/generate.sh --verify
 	@BIN_DIR=$(BIN_DIR) tools/build.sh actionlint actionlint github.com/rhysd/actionlint/cmd/actionlint
 	$(BIN_DIR)/actionlint .github/workflows/*.yaml
@@ -169,9 +170,9 @@ run: controlplane build ## Run the whole catalog with the bootid and legacy subj
 	$(BIN_DIR)/bootproof run --cluster embedded --nodes fake --subject bootid --subject legacy --parallel $(PARALLEL)
 
 .PHONY: calibrate
-calibrate: controlplane build ## Measure bootproof's sensitivity and specificity on the calibration variants (examples/calibration/: known-bad and slow-but-correct reconcilers) on the embedded cluster: _output/calibration/calibration.md and .json (REPEAT=N runs each case N times).
+calibrate: controlplane build ## Measure bootproof's sensitivity and specificity on the calibration variants (examples/calibration/: known-bad and slow-but-correct reconcilers) on the embedded cluster: _output/calibration/calibration.md and .json (REPEAT=N runs each case N times; CALIBRATE_FLAGS=--listed-only runs known-bad variants only where their files list them).
 	@rm -rf $(REPORTS_DIR)/calibration
-	$(BIN_DIR)/bootproof calibrate --parallel $(PARALLEL) --repeat $(REPEAT) --report-dir $(REPORTS_DIR)/calibration
+	$(BIN_DIR)/bootproof calibrate --parallel $(PARALLEL) --repeat $(REPEAT) $(CALIBRATE_FLAGS) --report-dir $(REPORTS_DIR)/calibration
 
 .PHONY: deps-kind
 deps-kind: ## Install and start a container engine for kind (Debian/Ubuntu, as root), and where root cannot grant every capability, the runtime shim --privileged needs.
@@ -196,7 +197,7 @@ e2e-libvirt: controlplane gotestsum ## Real VMs: every reboot mode over libvirt,
 	@$(MAKE) --no-print-directory build-libvirt
 	@rm -rf $(REPORTS_DIR)/libvirt && mkdir -p $(REPORTS_DIR)
 	BOOTPROOF_VM_TEST=1 BOOTPROOF_REQUIRE_CONTROLPLANE=1 $(BIN_DIR)/gotestsum --format testname --junitfile $(REPORTS_DIR)/junit-libvirt-modes.xml -- \
-	  -count=1 -p 1 -tags libvirt -timeout 45m -run 'TestVMBootRebootQEMU|TestLibvirtRebootModes|TestVMIsolation|TestLibvirtKilledOwner|TestRunKilledLeavesNoVM' ./vmprovision/ ./harness/cli/
+	  -count=1 -p 1 -timeout 45m -run 'TestVMBootRebootQEMU|TestLibvirtRebootModes|TestVMIsolation|TestLibvirtKilledOwner|TestRunKilledLeavesNoVM' ./vmprovision/ ./harness/cli/
 	$(BIN_DIR)/bootproof run --cluster embedded --nodes libvirt --subject bootid --subject legacy --parallel $(LIBVIRT_PARALLEL) \
 	  $(if $(LIBVIRT_LABEL),--label $(LIBVIRT_LABEL)) --report-dir $(REPORTS_DIR)/libvirt; rc=$$?; \
 	  if [ -f $(REPORTS_DIR)/libvirt/junit.xml ]; then cp $(REPORTS_DIR)/libvirt/junit.xml $(REPORTS_DIR)/junit-libvirt.xml; fi; exit $$rc
@@ -205,7 +206,7 @@ e2e-libvirt: controlplane gotestsum ## Real VMs: every reboot mode over libvirt,
 .PHONY: bench-libvirt
 bench-libvirt: controlplane build-libvirt ## VM reboot latency (reset -> first heartbeat, reset -> module loaded, and the boot phases between) over 5 reboots; figures in _output/bench/.
 	@hack/preflight-libvirt.sh
-	BOOTPROOF_VM_TEST=1 BOOTPROOF_BENCH_DIR=$(REPORTS_DIR)/bench $(GO) test -tags libvirt -run '^$$' -bench BenchmarkLibvirtReboot -benchtime 1x -timeout 30m ./harness/runner/
+	BOOTPROOF_VM_TEST=1 BOOTPROOF_BENCH_DIR=$(REPORTS_DIR)/bench $(GO) test -run '^$$' -bench BenchmarkLibvirtReboot -benchtime 1x -timeout 30m ./harness/runner/
 	@echo "figures written to $(REPORTS_DIR)/bench/"
 
 .PHONY: clean

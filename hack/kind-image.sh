@@ -31,10 +31,9 @@ fi
 start=$SECONDS
 echo "kind-image: building $tag (first build: about 10 minutes on 2 cores after the control plane's; later builds reuse Go's build cache and debootstrap's downloads)"
 # The builder's own bootproof, beside the node's binaries: bin/bootproof
-# may be another build (GOTAGS=libvirt) that a run elsewhere is using.
-# Static and -trimpath, as 'make build', bootproof-agent and the runtime
-# shim are built: one compile for all, made here first, so that .ci/run's
-# foreground finds it when it builds the agent.
+# may be one that a run elsewhere is using. Static and -trimpath, as the
+# control plane, 'make build', bootproof-agent and the runtime shim are
+# built: one compile for all.
 mkdir -p "$bin_dir/kindnode"
 CGO_ENABLED=0 tools/gobuild.sh "kind-image: bootproof" "$bin_dir/kindnode/bootproof" ./cmd/bootproof -trimpath
 BIN_DIR="$bin_dir" tools/kindnode/build.sh
