@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -38,8 +39,8 @@ func (e *FieldError) Error() string {
 }
 
 // DecodeStrict decodes one YAML document into v: unknown fields, wrong
-// types and a FieldError from a field's own UnmarshalYAML are errors
-// naming file, line and field (a *FieldError). It returns the document's
+// types, a FieldError from a field's own UnmarshalYAML and a second
+// document are errors naming file, line and field (a *FieldError). It returns the document's
 // node, for the lines of later validation errors (see FieldLine).
 func DecodeStrict(file string, data []byte, v any) (*yaml.Node, error) {
 	var root yaml.Node
@@ -66,6 +67,14 @@ func DecodeStrict(file string, data []byte, v any) (*yaml.Node, error) {
 			}
 		}
 		return nil, err
+	}
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		return nil, wrapYAML(file, err)
+	default:
+		return nil, &FieldError{File: file, Line: max(next.Line, 1), Msg: "a second YAML document (after ---): a file holds one document; put each in a file of its own"}
 	}
 	return doc, nil
 }

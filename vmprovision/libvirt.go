@@ -36,9 +36,9 @@ func ConnectLibvirt(uri string) (*Libvirt, error) {
 	if uri == "" {
 		uri = DefaultLibvirtURI
 	}
-	u, err := url.Parse(uri)
-	if err != nil || u.Scheme == "" {
-		return nil, fmt.Errorf("libvirt URI %q: not a URI (e.g. %s)", uri, DefaultLibvirtURI)
+	u, err := ParseLibvirtURI(uri)
+	if err != nil {
+		return nil, err
 	}
 	if err := localSocket(u); err != nil {
 		return nil, fmt.Errorf("libvirt %s: %w", uri, err)
@@ -48,6 +48,16 @@ func ConnectLibvirt(uri string) (*Libvirt, error) {
 		return nil, fmt.Errorf("libvirt %s: %w (is libvirtd running? start it with: libvirtd -d; virtlogd -d)", uri, err)
 	}
 	return &Libvirt{l: l}, nil
+}
+
+// ParseLibvirtURI parses a libvirt connection URI (driver[+transport]://
+// [host]/path), refusing one without a scheme or path.
+func ParseLibvirtURI(uri string) (*url.URL, error) {
+	u, err := url.Parse(uri)
+	if err != nil || u.Scheme == "" || u.Path == "" {
+		return nil, fmt.Errorf("libvirt URI %q: not a libvirt URI: accepted: driver[+transport]://[host]/path, e.g. %s or qemu+ssh://host/system", uri, DefaultLibvirtURI)
+	}
+	return u, nil
 }
 
 // localSocket sets the socket parameter of a local URI to the daemon

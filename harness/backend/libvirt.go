@@ -110,6 +110,9 @@ func (c *LibvirtConfig) Default() error {
 
 // Validate checks the configuration without touching libvirt.
 func (c *LibvirtConfig) Validate() error {
+	if err := CheckLibvirtURI(c.URI); err != nil {
+		return err
+	}
 	switch c.Accel {
 	case AccelAuto, AccelKVM, AccelTCG:
 	default:
@@ -129,6 +132,16 @@ func (c *LibvirtConfig) Validate() error {
 		}
 	}
 	return nil
+}
+
+// CheckLibvirtURI refuses a libvirt URI that does not parse as one; empty
+// is the default, qemu:///system.
+func CheckLibvirtURI(uri string) error {
+	if uri == "" {
+		return nil
+	}
+	_, err := vmprovision.ParseLibvirtURI(uri)
+	return err
 }
 
 // BuildGuestImage finds (KernelDir) or downloads (KernelPackage, once,

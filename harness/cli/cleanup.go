@@ -67,6 +67,9 @@ func cleanup(ctx context.Context, s Streams, o cleanupOptions) error {
 	if o.localOnly && o.kubeconfig != "" {
 		return withCode(ExitUsage, errors.New("--local-only and --kubeconfig: give one (--local-only touches no cluster)"))
 	}
+	if err := backend.CheckLibvirtURI(o.libvirtURI); err != nil {
+		return withCode(ExitUsage, fmt.Errorf("--libvirt-uri: %w", err))
+	}
 	verb := "deleted"
 	if o.dryRun {
 		verb = "would delete"

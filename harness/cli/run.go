@@ -52,7 +52,9 @@ type runOptions struct {
 	retain        bool
 	nodeCreds     string
 	maxNodesSet   bool
-	vm            backend.LibvirtConfig
+	// changed holds the flags given on the command line.
+	changed map[string]bool
+	vm      backend.LibvirtConfig
 	// verbose shows the logs on stderr too; verbosity is -v.
 	verbose   bool
 	verbosity int
@@ -102,6 +104,8 @@ fault), an interrupted run, or an infrastructure fault outside the cases.`,
 				return err
 			}
 			o.maxNodesSet = cmd.Flags().Changed("max-nodes")
+			o.changed = map[string]bool{}
+			cmd.Flags().Visit(func(f *pflag.Flag) { o.changed[f.Name] = true })
 			o.verbosity, _ = cmd.InheritedFlags().GetInt("verbosity")
 			return runRun(cmd.Context(), s, o)
 		},
@@ -199,8 +203,11 @@ func (o *runOptions) validate() (runPlan, error) {
 	if o.repeat < 1 || o.repeat > MaxRepeat {
 		return p, withCode(ExitUsage, fmt.Errorf("invalid --repeat %d: accepted: 1 to %d", o.repeat, MaxRepeat))
 	}
-	if !slices.Contains([]string{"embedded", "kind", "kubeconfig"}, o.cluster) {
-		return p, withCode(ExitUsage, fmt.Errorf("invalid --cluster %q: accepted: embedded, kind, kubeconfig", o.cluster))
+	if o.maxNodes < 0 {
+		return p, withCode(ExitUsage, fmt.Errorf("invalid --max-nodes %d: accepted: 0 (no cap) or more", o.maxNodes))
+	}
+	if err := o.checkClusterFlags(); err != nil {
+		return p, err
 	}
 	if o.cluster == "kubeconfig" && o.nodeCreds != "shared" && o.nodeCreds != "csr" {
 		return p, withCode(ExitUsage, fmt.Errorf("invalid --node-credentials %q: accepted: shared, csr", o.nodeCreds))
@@ -220,6 +227,30 @@ func (o *runOptions) validate() (runPlan, error) {
 		return p, withCode(ExitUsage, fmt.Errorf("invalid --nodes %q: accepted: fake, libvirt", o.nodes))
 	}
 	return p, nil
+}
+
+// clusterFlags are the flags that mean something with one --cluster only.
+var clusterFlags = []struct{ flag, cluster string }{
+	{"kubeconfig", "kubeconfig"}, {"node-credentials", "kubeconfig"},
+	{"kind-cluster", "kind"}, {"kind-image", "kind"}, {"kind-load-image-archive", "kind"}, {"retain", "kind"},
+}
+
+// checkClusterFlags checks --cluster and refuses a flag of another
+// cluster. --kubeconfig without --cluster selects --cluster kubeconfig,
+// as kubectl users expect of it.
+func (o *runOptions) checkClusterFlags() error {
+	if o.changed["kubeconfig"] && !o.changed["cluster"] {
+		o.cluster = "kubeconfig"
+	}
+	if !slices.Contains([]string{"embedded", "kind", "kubeconfig"}, o.cluster) {
+		return withCode(ExitUsage, fmt.Errorf("invalid --cluster %q: accepted: embedded, kind, kubeconfig", o.cluster))
+	}
+	for _, cf := range clusterFlags {
+		if o.changed[cf.flag] && o.cluster != cf.cluster {
+			return withCode(ExitUsage, fmt.Errorf("--%s applies only with --cluster %s (this run's cluster is %s): drop it or give --cluster %s", cf.flag, cf.cluster, o.cluster, cf.cluster))
+		}
+	}
+	return nil
 }
 
 // validateLibvirt checks the VM flags and caps node counts by default.

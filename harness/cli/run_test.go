@@ -49,6 +49,16 @@ func TestRunBadInput(t *testing.T) {
 		{"kmm: unknown variant", []string{"kmm", "--variant", "slow"}, []string{"--variant", `"slow"`, "none, boot-from-node"}},
 		{"vm cleanup of other domains", []string{"vm", "cleanup", "--prefix", "prod-"}, []string{"--prefix", `"prod-"`, "starting with bootproof-"}},
 		{"image without agent", []string{"image", "build", "--agent", "/nonexistent/bootproof-agent"}, []string{"/nonexistent/bootproof-agent: not a file", "make build-libvirt"}},
+		{"negative max-nodes", []string{"run", "--max-nodes", "-1"}, []string{"invalid --max-nodes -1", "accepted: 0 (no cap) or more"}},
+		{"kind flag without kind", []string{"run", "--kind-image", "x"}, []string{"--kind-image applies only with --cluster kind", "cluster is embedded"}},
+		{"kubeconfig with the embedded cluster", []string{"run", "--cluster", "embedded", "--kubeconfig", "x"}, []string{"--kubeconfig applies only with --cluster kubeconfig"}},
+		{"node credentials on kind", []string{"run", "--cluster", "kind", "--node-credentials", "csr"}, []string{"--node-credentials applies only with --cluster kubeconfig", "cluster is kind"}},
+		{"kubeconfig alone selects it", []string{"run", "--kubeconfig", "testdata/no-such-kubeconfig"}, []string{"--kubeconfig testdata/no-such-kubeconfig", "no such file"}},
+		{"two documents in a subject file", []string{"list", "--subject-file", "testdata/two-subjects.yaml"}, []string{"--subject-file", "two-subjects.yaml:3", "a second YAML document"}},
+		{"scenario file a directory", []string{"run", "--scenario-file", "testdata"}, []string{"--scenario-file", "testdata is a directory, not a regular file"}},
+		{"cleanup: not a libvirt URI", []string{"cleanup", "--local-only", "--libvirt-uri", "::bad"}, []string{"--libvirt-uri", `"::bad"`, "qemu:///system"}},
+		{"vm cleanup: not a libvirt URI", []string{"vm", "cleanup", "--libvirt-uri", "system"}, []string{"--libvirt-uri", `"system"`, "driver[+transport]://[host]/path"}},
+		{"run: not a libvirt URI", []string{"run", "--nodes", "libvirt", "--libvirt-uri", "qemu:system", "--agent", "/dev/null"}, []string{"--nodes libvirt", `"qemu:system"`}},
 		{"bad accelerator", []string{"run", "--nodes", "libvirt", "--accel", "hvf", "--agent", "/dev/null"}, []string{"--nodes libvirt", `"hvf"`, "auto, kvm, tcg"}},
 	}
 	for _, tc := range tests {

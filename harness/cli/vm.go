@@ -75,6 +75,9 @@ its definitions are removed by the next VM run or by this command.`,
 			if !strings.HasPrefix(prefix, "bootproof-") {
 				return withCode(ExitUsage, fmt.Errorf("invalid --prefix %q: accepted: a prefix starting with bootproof- (only bootproof's own domains are removed)", prefix))
 			}
+			if err := backend.CheckLibvirtURI(uri); err != nil {
+				return withCode(ExitUsage, fmt.Errorf("--libvirt-uri: %w", err))
+			}
 			removed, err := backend.CleanupLibvirt(uri, prefix)
 			for _, d := range removed {
 				fmt.Fprintf(s.Out, "removed %s\n", d)

@@ -108,6 +108,9 @@ func NewKubeconfig(ctx context.Context, path string, grace time.Duration, csr bo
 	if err := ProbeAPIServer(ctx, rc, path); err != nil {
 		return nil, err
 	}
+	if err := probeNodes(ctx, rc, path); err != nil {
+		return nil, err
+	}
 	if grace == 0 {
 		cs, err := kubernetes.NewForConfig(rc)
 		if err != nil {

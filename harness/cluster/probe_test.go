@@ -3,7 +3,10 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,6 +93,52 @@ func TestKubeconfigPointingNowhere(t *testing.T) {
 			msg := err.Error()
 			if !strings.Contains(msg, "https://"+addr) || !strings.Contains(msg, "did not answer within 1s") || strings.Contains(msg, "\n") {
 				t.Errorf("message %q", msg)
+			}
+		})
+	}
+}
+
+// TestKubeconfigRejectedCredentials: an API server that refuses the
+// kubeconfig's credentials (401 everywhere; or 403 on Nodes for an
+// identity that may read only the version) is an InputError about the
+// Kubeconfig saying the credentials were refused, so 'run' exits 2
+// naming them instead of failing every case later.
+func TestKubeconfigRejectedCredentials(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// code answers a path; 0 is a version answer.
+		code func(path string) int
+		want string
+	}{
+		{"401", func(string) int { return http.StatusUnauthorized }, "refused its credentials (Unauthorized, asked for its version)"},
+		{"403 on nodes", func(p string) int {
+			if p == "/version" {
+				return 0
+			}
+			return http.StatusForbidden
+		}, "refused its credentials (Forbidden, asked for the list of Nodes)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				code := tc.code(r.URL.Path)
+				if code == 0 {
+					_, _ = w.Write([]byte(`{"major":"1","minor":"37","gitVersion":"v1.37.2"}`))
+					return
+				}
+				w.WriteHeader(code)
+				reason := map[int]string{http.StatusUnauthorized: "Unauthorized", http.StatusForbidden: "Forbidden"}[code]
+				_, _ = fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":%q,"code":%d}`, reason, code)
+			}))
+			defer srv.Close()
+			path := kubeconfigFor(t, strings.TrimPrefix(srv.URL, "https://"))
+			_, err := NewKubeconfig(context.Background(), path, 10*time.Second, false)
+			var ie *contract.InputError
+			if !errors.As(err, &ie) || ie.Field.String() != "Kubeconfig" || ie.Value != path {
+				t.Fatalf("error %v, want an InputError about the Kubeconfig %s", err, path)
+			}
+			if msg := err.Error(); !strings.Contains(msg, tc.want) || !strings.Contains(msg, srv.URL) {
+				t.Errorf("message %q, want %q and the server", msg, tc.want)
 			}
 		})
 	}

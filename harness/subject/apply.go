@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bootproof/bootproof/kmm"
+	"github.com/bootproof/bootproof/scenarios"
 )
 
 // FieldManager is the server-side apply field manager of what a subject
@@ -193,8 +194,12 @@ func readManifests(paths []string) ([]manifestObject, error) {
 	return out, nil
 }
 
+// maxManifestSize bounds a manifest file (CRDs are the largest: upstream
+// KMM's are a few hundred KiB).
+const maxManifestSize = 16 << 20
+
 func decodeManifest(file string) ([]manifestObject, error) {
-	data, err := os.ReadFile(file)
+	data, err := scenarios.ReadInputFile(file, maxManifestSize)
 	if err != nil {
 		return nil, err
 	}
