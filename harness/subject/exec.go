@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -180,7 +179,7 @@ func (x *Exec) start() error {
 		// If the harness dies without stopping it, the kernel kills it.
 		Pdeathsig: syscall.SIGKILL,
 	}
-	fmt.Fprintf(f, "# bootproof: %s starting %s (in %s)\n", time.Now().Format(time.RFC3339), strings.Join(e.Command, " "), e.Dir)
+	fmt.Fprintf(f, "# bootproof: %s starting %s (in %s; ${NAME} as written, values not logged)\n", time.Now().Format(time.RFC3339), e.logged(), e.Dir)
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		x.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -225,5 +226,43 @@ func TestInProcessPanicIsReported(t *testing.T) {
 	}
 	if err := in.Err(); err == nil || err.Error() != "its reconciler panicked on node node-1: runtime error: index out of range [3] with length 1" {
 		t.Errorf("Err = %v", err)
+	}
+}
+
+// TestExecLogHidesExpandedValues: the subject's log records its command
+// as the file wrote it, so a token passed as ${NAME} never lands in the
+// log (which the GitHub Action uploads as an artifact), while the process
+// gets the value.
+func TestExecLogHidesExpandedValues(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "op.yaml")
+	if err := os.WriteFile(p, []byte("name: op\nexec:\n  command:\n    - sh\n    - -c\n    - exec sleep 600\n    - --token=${OP_TOKEN}\n  stopTimeout: 5s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := ReadFile(p, func(name string) (string, bool) {
+		if name == "OP_TOKEN" {
+			return "s3cr3t-value", true
+		}
+		return "", false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(f.Exec.Command, "--token=s3cr3t-value") {
+		t.Fatalf("the process must get the value: %q", f.Exec.Command)
+	}
+	x := &Exec{File: f, Cluster: restOnly{}, LogDir: filepath.Join(dir, "subjects")}
+	if err := x.Setup(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Teardown(); err != nil {
+		t.Fatal(err)
+	}
+	log, err := os.ReadFile(x.LogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(log), "s3cr3t-value") || !strings.Contains(string(log), "--token=${OP_TOKEN}") {
+		t.Errorf("log must show ${OP_TOKEN} as written, never its value:\n%s", log)
 	}
 }

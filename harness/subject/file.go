@@ -70,6 +70,18 @@ type ExecSpec struct {
 	StopTimeout string `yaml:"stopTimeout"`
 
 	stopTimeout time.Duration
+	// written is Command as the file wrote it, ${NAME} not expanded: what
+	// the subject's log records, so that no variable's value (a token)
+	// lands in a report.
+	written []string
+}
+
+// logged is the command as the subject's log shows it: as written.
+func (e *ExecSpec) logged() string {
+	if e.written != nil {
+		return strings.Join(e.written, " ")
+	}
+	return strings.Join(e.Command, " ")
 }
 
 // DeploymentSpec is an operator deployed in the cluster: pause-subject
@@ -218,6 +230,7 @@ func (e *ExecSpec) validate(doc *yaml.Node, dir string, lookup Lookup) *scenario
 	if len(e.Command) == 0 || e.Command[0] == "" {
 		return bad("the program to run is required, e.g. [path/to/manager, --some-flag]", "exec", "command")
 	}
+	e.written = slices.Clone(e.Command)
 	for i, a := range e.Command {
 		v, err := expand(a, lookup)
 		if err != nil {
