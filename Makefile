@@ -95,6 +95,16 @@ test: controlplane tools gotestsum ## Every test (JUnit: _output/junit-unit.xml)
 	  --procs=$(TEST_PROCS) --timeout=$(TEST_TIMEOUT) --junit-report=$(REPORTS_DIR)/junit-embedded.xml --label-filter='$(LABELS)' ./harness/suites/fake/
 	@echo "catalog report: $(REPORTS_DIR)/embedded/index.html"
 
+# How long 'make fuzz' runs each fuzz target.
+FUZZTIME ?= 30s
+
+.PHONY: fuzz
+fuzz: ## Run each Go fuzz target (subject and scenario files, results.json, the runtime shim's rewriting) for FUZZTIME (default 30s); new failing inputs land in the package's testdata/fuzz/.
+	@set -e; for t in reports:FuzzDecodeResults scenarios:FuzzDecode harness/subject:FuzzDecodeFile harness/kindhost:FuzzDropCapabilities; do \
+	  echo "fuzz: $${t#*:} in ./$${t%%:*} for $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) ./$${t%%:*}/; \
+	done
+
 .PHONY: test-faults
 test-faults: controlplane tools ## Fault injection on the embedded cluster (components killed, watches expired, subject crash, unplanned reboot, SIGINT): every verdict must be an error; table in _output/faults/.
 	@mkdir -p $(REPORTS_DIR)/faults

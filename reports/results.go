@@ -123,11 +123,16 @@ func writeJSON(path string, v any) error {
 
 // ReadResults reads a results.json.
 func ReadResults(path string) (scenarios.Results, error) {
-	var r scenarios.Results
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return r, err
+		return scenarios.Results{}, err
 	}
+	return DecodeResults(path, data)
+}
+
+// DecodeResults decodes the results.json data read from path.
+func DecodeResults(path string, data []byte) (scenarios.Results, error) {
+	var r scenarios.Results
 	if err := json.Unmarshal(data, &r); err != nil {
 		return r, fmt.Errorf("%s: %w", path, err)
 	}

@@ -1,0 +1,34 @@
+package scenarios
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// FuzzDecode feeds arbitrary bytes to the scenario-file decoder (strict
+// YAML, then validation): no input may panic, every error starts with
+// the file's name, and an accepted scenario is valid.
+func FuzzDecode(f *testing.F) {
+	for _, glob := range []string{"testdata/*.yaml", "catalog/*.yaml"} {
+		files, _ := filepath.Glob(glob)
+		for _, p := range files {
+			if data, err := os.ReadFile(p); err == nil {
+				f.Add(data)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := Decode("fuzz.yaml", data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "fuzz.yaml") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		if s == nil || s.Name == "" {
+			t.Fatalf("accepted a scenario without a name: %+v", s)
+		}
+	})
+}
