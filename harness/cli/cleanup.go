@@ -82,6 +82,10 @@ func cleanup(ctx context.Context, s Streams, o cleanupOptions) error {
 		}
 		deleted, err := runs.Cleanup(ctx, rc, runs.Options{DryRun: o.dryRun})
 		for _, d := range deleted {
+			if d.Action != "" {
+				fmt.Fprintf(s.Out, "%s\n", d)
+				continue
+			}
 			fmt.Fprintf(s.Out, "%s %s\n", verb, d)
 		}
 		fmt.Fprintf(s.Out, "%s %d objects\n", verb, len(deleted))

@@ -321,7 +321,7 @@ func (rc *runContext) run(ctx context.Context) error {
 	fmt.Fprintf(rc.s.Err, "logs (klog, controller-runtime, client-go; --verbose shows them here): %s\n", rl.path)
 	for _, f := range rc.plan.subjectFiles {
 		if rc.o.calibrate == nil {
-			subjects = append(subjects, subject.FromFile(f, cl, filepath.Join(dir, "subjects")))
+			subjects = append(subjects, subject.FromFile(f, cl, filepath.Join(dir, "subjects"), run.ID))
 			continue
 		}
 		subj, err := subject.InProcess(f, cl)

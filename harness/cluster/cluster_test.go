@@ -246,3 +246,17 @@ func TestKindImagePreflight(t *testing.T) {
 		t.Errorf("image present, privileged containers run: %v", err)
 	}
 }
+
+// TestIssuerOfKind: a kind cluster's issuer is its CSRIssuer itself, so
+// a run can label the CSRs it makes (bootproof cleanup then sees a
+// killed run's CSRs on a reused cluster); a kind cluster without one has
+// none.
+func TestIssuerOfKind(t *testing.T) {
+	iss := &CSRIssuer{}
+	if got, ok := IssuerOf(&Kind{CSRIssuer: iss}).(*CSRIssuer); !ok || got != iss {
+		t.Errorf("IssuerOf(kind) = %T %p, want its *CSRIssuer %p", IssuerOf(&Kind{CSRIssuer: iss}), got, iss)
+	}
+	if got := IssuerOf(&Kind{}); got != nil {
+		t.Errorf("IssuerOf(kind without an issuer) = %#v, want nil", got)
+	}
+}

@@ -138,6 +138,16 @@ type Kind struct {
 	createTook time.Duration
 }
 
+// Issuer returns the CSRIssuer the kind cluster's nodes get their
+// identities from (so that IssuerOf gives the issuer itself, whose
+// Labels a run sets, not the cluster).
+func (k *Kind) Issuer() CredentialIssuer {
+	if k.CSRIssuer == nil {
+		return nil
+	}
+	return k.CSRIssuer
+}
+
 // StartKind creates (or reuses) the cluster and waits until it is ready.
 // The kubeconfig goes to a 0600 temporary file, never into ~/.kube/config.
 func StartKind(ctx context.Context, cfg KindConfig) (_ *Kind, retErr error) {

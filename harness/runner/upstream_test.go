@@ -27,7 +27,7 @@ import (
 func TestCatalogObjectsUnderUpstreamSchema(t *testing.T) {
 	cp := cptest.Start(t, controlplane.Config{GracePeriod: 10 * time.Second, MonitorPeriod: time.Second})
 	ctx := context.Background()
-	if _, err := subject.ApplyFiles(ctx, cp.RESTConfig(), []string{"../testdata/crds/upstream"}, nil); err != nil {
+	if _, err := subject.ApplyFiles(ctx, cp.RESTConfig(), subject.ApplyOptions{CRDs: []string{"../testdata/crds/upstream"}}); err != nil {
 		t.Fatal(err)
 	}
 	dyn, err := dynamic.NewForConfig(cp.RESTConfig())

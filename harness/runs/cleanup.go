@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/bootproof/bootproof/contract"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -53,6 +55,9 @@ type Deleted struct {
 	Name      string
 	// Run is the run the object belonged to; empty for a shared object.
 	Run string
+	// Action, when set, is what was done instead of a delete (a paused
+	// Deployment scaled back).
+	Action string
 }
 
 func (d Deleted) String() string {
@@ -63,6 +68,9 @@ func (d Deleted) String() string {
 	owner := "shared"
 	if d.Run != "" {
 		owner = "run " + d.Run
+	}
+	if d.Action != "" {
+		return fmt.Sprintf("%s %s (%s): %s", d.Resource, name, owner, d.Action)
 	}
 	return fmt.Sprintf("%s %s (%s)", d.Resource, name, owner)
 }
@@ -118,12 +126,61 @@ func cleanup(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface
 			errs = append(errs, err)
 		}
 	}
+	restored, err := restorePaused(ctx, cs, doomed, o.DryRun)
+	out = append(out, restored...)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	for _, c := range cleaners {
 		d, err := c.Clean(ctx, isAlive)
 		out = append(out, d...)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", c.Name(), err))
 		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// restorePaused scales back the Deployments doomed runs hold at 0
+// replicas (PausedLabel), to their PausedReplicasAnnotation, and removes
+// both marks. A Deployment whose replicas someone changed since (not 0
+// any more) only loses the marks.
+func restorePaused(ctx context.Context, cs kubernetes.Interface, doomed func(string) bool, dryRun bool) ([]Deleted, error) {
+	list, err := cs.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: PausedLabel})
+	if err != nil {
+		return nil, fmt.Errorf("list paused deployments: %w", err)
+	}
+	var out []Deleted
+	var errs []error
+	for _, dep := range list.Items {
+		run := dep.Labels[PausedLabel]
+		if !doomed(run) {
+			continue
+		}
+		replicas, err := strconv.ParseInt(dep.Annotations[PausedReplicasAnnotation], 10, 32)
+		if err != nil || replicas < 1 {
+			errs = append(errs, fmt.Errorf("deployment %s/%s paused by run %s: annotation %s=%q is not a replica count: scale it back by hand",
+				dep.Namespace, dep.Name, run, PausedReplicasAnnotation, dep.Annotations[PausedReplicasAnnotation]))
+			continue
+		}
+		d := Deleted{Resource: "deployments.apps", Namespace: dep.Namespace, Name: dep.Name, Run: run,
+			Action: fmt.Sprintf("scaled back to %d replicas", replicas)}
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:null},"annotations":{%q:null}},"spec":{"replicas":%d}}`, PausedLabel, PausedReplicasAnnotation, replicas)
+		if dep.Spec.Replicas != nil && *dep.Spec.Replicas != 0 {
+			d.Action = fmt.Sprintf("marks removed (its replicas are %d, set since)", *dep.Spec.Replicas)
+			patch = fmt.Sprintf(`{"metadata":{"labels":{%q:null},"annotations":{%q:null}}}`, PausedLabel, PausedReplicasAnnotation)
+		}
+		if !dryRun {
+			_, err := cs.AppsV1().Deployments(dep.Namespace).Patch(ctx, dep.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("restore %s: %w", d, err))
+				continue
+			}
+		}
+		out = append(out, d)
 	}
 	return out, errors.Join(errs...)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -172,5 +173,53 @@ func TestAlive(t *testing.T) {
 	}
 	if len(got) != 1 || !got["live"] {
 		t.Errorf("alive = %v, want only live", got)
+	}
+}
+
+// TestCleanupRestoresPausedDeployments: a Deployment a dead run held at 0
+// replicas (PausedLabel) is scaled back to its PausedReplicasAnnotation
+// and loses both marks; a live run's stays; one someone scaled since
+// only loses the marks; an unmarked one at 0 is not touched.
+func TestCleanupRestoresPausedDeployments(t *testing.T) {
+	ctx := context.Background()
+	dep := func(name, run string, replicas int32) *appsv1.Deployment {
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ops"}, Spec: appsv1.DeploymentSpec{Replicas: ptr.To(replicas)}}
+		if run != "" {
+			d.Labels = map[string]string{PausedLabel: run}
+			d.Annotations = map[string]string{PausedReplicasAnnotation: "3"}
+		}
+		return d
+	}
+	cs := k8sfake.NewClientset(runLease("live", now), runLease("dead", now.Add(-2*LeaseDuration)),
+		dep("held-by-dead", "dead", 0), dep("held-by-live", "live", 0), dep("scaled-since", "dead", 5), dep("users", "", 0))
+	_, dyn := cluster(t)
+	got, err := cleanup(ctx, cs, dyn, Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var actions []string
+	for _, d := range got {
+		if d.Action != "" {
+			actions = append(actions, d.String())
+		}
+	}
+	sort.Strings(actions)
+	want := []string{"deployments.apps ops/held-by-dead (run dead): scaled back to 3 replicas", "deployments.apps ops/scaled-since (run dead): marks removed (its replicas are 5, set since)"}
+	if !slices.Equal(actions, want) {
+		t.Errorf("restored\n %q\nwant\n %q", actions, want)
+	}
+	for name, want := range map[string]struct {
+		replicas int32
+		marked   bool
+	}{"held-by-dead": {3, false}, "held-by-live": {0, true}, "scaled-since": {5, false}, "users": {0, false}} {
+		d, err := cs.AppsV1().Deployments("ops").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, marked := d.Labels[PausedLabel]
+		_, noted := d.Annotations[PausedReplicasAnnotation]
+		if *d.Spec.Replicas != want.replicas || marked != want.marked || (name != "users" && noted != want.marked) {
+			t.Errorf("%s: replicas %d, marked %t, annotated %t; want %d, %t", name, *d.Spec.Replicas, marked, noted, want.replicas, want.marked)
+		}
 	}
 }

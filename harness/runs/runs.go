@@ -17,6 +17,11 @@
 //
 // # What is deleted
 //
+// A Deployment labelled PausedLabel=<id> is one run <id> scaled to 0 to
+// pause a subject; when <id> is dead (or ends) it is scaled back to its
+// PausedReplicasAnnotation and the label and annotation go. Nothing else
+// of it is touched.
+//
 // Objects labelled contract.RunLabel=<id> belong to run <id> alone
 // (Nodes and their Leases, case namespaces, NodeModulesConfigs, CSRs,
 // RBAC of one run): they are deleted when <id> is dead (Cleanup) or at
@@ -63,6 +68,12 @@ const (
 	// SharedLabel (value "true") marks objects bootproof created that
 	// runs share; they go when no run is alive.
 	SharedLabel = "bootproof.dev/shared"
+	// PausedLabel (value: a run ID) marks a Deployment a run holds at 0
+	// replicas (a subject paused by pause-subject), and
+	// PausedReplicasAnnotation the replicas to give it back: a run that
+	// dies holding it leaves it restorable by 'bootproof cleanup'.
+	PausedLabel              = "bootproof.dev/paused-by-run"
+	PausedReplicasAnnotation = "bootproof.dev/paused-replicas"
 	// HostAnnotation and PIDAnnotation say where a run's process runs.
 	HostAnnotation = "bootproof.dev/host"
 	PIDAnnotation  = "bootproof.dev/pid"

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/bootproof/bootproof/harness/runs"
 	"github.com/bootproof/bootproof/scenarios"
 )
 
@@ -30,6 +31,9 @@ type Deployment struct {
 	Cluster scenarios.Cluster
 	// Client, when set, is used instead of one made from Cluster (tests).
 	Client kubernetes.Interface
+	// RunID labels what the file's manifests create, and marks the
+	// Deployment while the harness holds it at 0 replicas.
+	RunID string
 
 	mu       sync.Mutex
 	cs       kubernetes.Interface
@@ -58,7 +62,7 @@ func (d *Deployment) key() string { return d.File.Deployment.Namespace + "/" + d
 // Deployment is available and starts watching its pods.
 func (d *Deployment) Setup(ctx context.Context) error {
 	var err error
-	if d.applied, err = applyAll(ctx, d.Cluster.RESTConfig(), d.File); err != nil {
+	if d.applied, err = applyAll(ctx, d.Cluster.RESTConfig(), d.File, d.RunID); err != nil {
 		return err
 	}
 	d.cs = d.Client
@@ -75,6 +79,9 @@ func (d *Deployment) Setup(ctx context.Context) error {
 	d.replicas = 1
 	if dep.Spec.Replicas != nil {
 		d.replicas = *dep.Spec.Replicas
+	}
+	if run := dep.Labels[runs.PausedLabel]; d.replicas == 0 && run != "" {
+		return fmt.Errorf("subject %s: deployment %s is held at 0 replicas by bootproof run %s (it paused the subject): once that run has ended, 'bootproof cleanup' scales it back", d.File.Name, d.key(), run)
 	}
 	if d.replicas == 0 {
 		return fmt.Errorf("subject %s: deployment %s has 0 replicas: scale it up (the harness pauses it by scaling to 0 and back)", d.File.Name, d.key())
@@ -169,7 +176,14 @@ func (d *Deployment) scale(ctx context.Context, replicas int32) error {
 	d.mu.Lock()
 	d.scaled = replicas == 0
 	d.mu.Unlock()
-	patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, replicas)
+	// While at 0 it carries the run and the replicas to give back, so
+	// that 'bootproof cleanup' can restore it if this run dies holding it.
+	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:null},"annotations":{%q:null}},"spec":{"replicas":%d}}`,
+		runs.PausedLabel, runs.PausedReplicasAnnotation, replicas)
+	if replicas == 0 && d.RunID != "" {
+		patch = fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q},"annotations":{%q:"%d"}},"spec":{"replicas":0}}`,
+			runs.PausedLabel, d.RunID, runs.PausedReplicasAnnotation, d.replicas)
+	}
 	if _, err := d.cs.AppsV1().Deployments(spec.Namespace).Patch(ctx, spec.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("scale deployment %s to %d: %w", d.key(), replicas, err)
 	}

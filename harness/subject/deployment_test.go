@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
+	"github.com/bootproof/bootproof/harness/runs"
 	"github.com/bootproof/bootproof/scenarios"
 )
 
@@ -143,5 +144,45 @@ func TestDeploymentWithoutReplicas(t *testing.T) {
 	missing := &Deployment{File: &File{Name: "op", Deployment: &DeploymentSpec{Namespace: "ops", Name: "nope", timeout: time.Second}}, Cluster: restOnly{}, Client: cs}
 	if err := missing.Setup(context.Background()); err == nil || !strings.Contains(err.Error(), "deployment ops/nope") {
 		t.Errorf("Setup of a missing deployment = %v", err)
+	}
+}
+
+// TestDeploymentPauseMarksTheRun: while paused, the Deployment carries
+// the run and the replicas to give back (what 'bootproof cleanup' reads
+// if the run dies holding it); resuming removes both; a Deployment
+// another run holds at 0 is refused at Setup, naming that run.
+func TestDeploymentPauseMarksTheRun(t *testing.T) {
+	sel := map[string]string{"app": "op"}
+	cs := fake.NewClientset(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "op", Namespace: "ops"},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: sel}}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go fakeDeploymentController(ctx, cs, "ops", "op", sel)
+	f := &File{Name: "op", Deployment: &DeploymentSpec{Namespace: "ops", Name: "op", timeout: 20 * time.Second}}
+	d := &Deployment{File: f, Cluster: restOnly{}, Client: cs, RunID: "run1"}
+	if err := d.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	inst, _ := d.Start(ctx, scenarios.SubjectRequest{})
+	if err := inst.(scenarios.Pauser).Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dep, _ := cs.AppsV1().Deployments("ops").Get(ctx, "op", metav1.GetOptions{})
+	if dep.Labels[runs.PausedLabel] != "run1" || dep.Annotations[runs.PausedReplicasAnnotation] != "2" {
+		t.Errorf("paused: labels %v, annotations %v; want the run and 2 replicas", dep.Labels, dep.Annotations)
+	}
+	other := &Deployment{File: f, Cluster: restOnly{}, Client: cs, RunID: "run2"}
+	if err := other.Setup(ctx); err == nil || !strings.Contains(err.Error(), "held at 0 replicas by bootproof run run1") {
+		t.Errorf("another run's Setup on the held Deployment: %v", err)
+	}
+	if err := inst.(scenarios.Pauser).Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dep, _ = cs.AppsV1().Deployments("ops").Get(ctx, "op", metav1.GetOptions{})
+	if _, ok := dep.Labels[runs.PausedLabel]; ok || dep.Annotations[runs.PausedReplicasAnnotation] != "" || *dep.Spec.Replicas != 2 {
+		t.Errorf("resumed: labels %v, annotations %v, replicas %d", dep.Labels, dep.Annotations, *dep.Spec.Replicas)
+	}
+	if err := d.Teardown(); err != nil {
+		t.Fatal(err)
 	}
 }

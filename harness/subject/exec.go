@@ -35,6 +35,8 @@ type Exec struct {
 	Cluster scenarios.Cluster
 	// LogDir receives <name>.log, the process's stdout and stderr.
 	LogDir string
+	// RunID labels what the file's manifests create.
+	RunID string
 
 	mu         sync.Mutex
 	proc       *execProc
@@ -79,7 +81,7 @@ func (x *Exec) LogPath() string { return filepath.Join(x.LogDir, x.File.Name+".l
 func (x *Exec) Setup(ctx context.Context) error {
 	x.log = logr.FromContextOrDiscard(ctx).WithValues("subject", x.File.Name)
 	var err error
-	if x.applied, err = applyAll(ctx, x.Cluster.RESTConfig(), x.File); err != nil {
+	if x.applied, err = applyAll(ctx, x.Cluster.RESTConfig(), x.File, x.RunID); err != nil {
 		return err
 	}
 	data, err := cluster.KubeconfigData(x.Cluster)

@@ -38,6 +38,12 @@ type File struct {
 	// Manifests are files or directories of objects (namespaces,
 	// ConfigMaps, RBAC, ...) applied before the operator starts.
 	Manifests []string `yaml:"manifests"`
+	// Adopt lets the harness apply CRDs and manifests over objects that
+	// exist and that bootproof did not create (forcing its ownership of
+	// their fields; they stay changed after the run). Without it such an
+	// object is an error naming it: on a shared cluster bootproof changes
+	// nothing it did not create.
+	Adopt bool `yaml:"adopt"`
 	// Expect maps scenario names or globs to pass, fail or
 	// fail:<assertion>,...; a scenario no entry matches is expected to
 	// pass. An exact name beats a glob; among globs the first wins.

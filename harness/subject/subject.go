@@ -40,13 +40,14 @@ func New(name string, c scenarios.Cluster) (scenarios.Subject, error) {
 	return nil, fmt.Errorf("unknown subject %q: accepted: bootid, legacy, external", name)
 }
 
-// FromFile returns the subject a subject file describes, on cluster c;
-// an exec subject's output goes to logDir/<name>.log.
-func FromFile(f *File, c scenarios.Cluster, logDir string) scenarios.Subject {
+// FromFile returns the subject a subject file describes, on cluster c,
+// for run runID (it labels what the file's manifests create); an exec
+// subject's output goes to logDir/<name>.log.
+func FromFile(f *File, c scenarios.Cluster, logDir, runID string) scenarios.Subject {
 	if f.Exec != nil {
-		return &Exec{File: f, Cluster: c, LogDir: logDir}
+		return &Exec{File: f, Cluster: c, LogDir: logDir, RunID: runID}
 	}
-	return &Deployment{File: f, Cluster: c}
+	return &Deployment{File: f, Cluster: c, RunID: runID}
 }
 
 // KMM is package kmm's reconciler run in-process for each case, scoped to

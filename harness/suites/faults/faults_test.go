@@ -342,7 +342,7 @@ func TestSubjectCrash(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			subj := subject.FromFile(f, e, t.TempDir())
+			subj := subject.FromFile(f, e, t.TempDir(), "")
 			c := runCase(t, e, &backend.Fake{Cluster: e}, scenario(t, "fault-window"), subj, "boot", func(string) {
 				for _, pid := range children(os.Getpid()) {
 					if strings.Contains(cmdline(pid), " kmm ") {
