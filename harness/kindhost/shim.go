@@ -8,6 +8,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
+	"time"
+
+	"github.com/moby/sys/capability"
 )
 
 // capabilitySets are the sets of an OCI process's "capabilities" object.
@@ -61,41 +65,69 @@ func DropCapabilities(process json.RawMessage, drop []string) (json.RawMessage, 
 	return out, true, err
 }
 
-// RewriteBundle drops the capabilities from the bundle's config.json.
-func RewriteBundle(bundle string, drop []string) error {
-	path := filepath.Join(bundle, "config.json")
-	return rewriteJSON(path, drop, func(doc map[string]json.RawMessage, f func(json.RawMessage) (json.RawMessage, bool, error)) (bool, error) {
-		proc, ok := doc["process"]
-		if !ok {
+// KnownCapabilities returns, as OCI names, every capability the running
+// kernel knows.
+func KnownCapabilities() ([]string, error) {
+	last, err := capability.LastCap()
+	if err != nil {
+		return nil, fmt.Errorf("read the kernel's last capability: %w", err)
+	}
+	var out []string
+	for c := capability.Cap(0); c <= last; c++ {
+		out = append(out, OCIName(c))
+	}
+	return out, nil
+}
+
+// FullyPrivileged reports whether an OCI process object's bounding set
+// holds every capability in known: what --privileged asks for, and the
+// only kind of spec the shim rewrites. A process without capabilities,
+// or with a bounding set that lacks one, is not.
+func FullyPrivileged(process json.RawMessage, known []string) (bool, error) {
+	var proc struct {
+		Capabilities *struct {
+			Bounding []string `json:"bounding"`
+		} `json:"capabilities"`
+	}
+	if err := json.Unmarshal(process, &proc); err != nil {
+		return false, fmt.Errorf("decode process: %w", err)
+	}
+	if proc.Capabilities == nil || len(known) == 0 {
+		return false, nil
+	}
+	for _, c := range known {
+		if !slices.Contains(proc.Capabilities.Bounding, c) {
 			return false, nil
 		}
-		out, changed, err := f(proc)
-		if err != nil || !changed {
-			return false, err
-		}
-		doc["process"] = out
-		return true, nil
-	})
+	}
+	return true, nil
 }
 
-// RewriteProcess drops the capabilities from a process file (runc exec
-// --process).
-func RewriteProcess(path string, drop []string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	out, changed, err := DropCapabilities(data, drop)
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if !changed {
-		return nil
-	}
-	return writeKeepingMode(path, out)
+// Rewrite is what Prepare asks of the process objects it rewrites: drop
+// these capabilities, from fully privileged specs only (Known is every
+// capability the kernel knows).
+type Rewrite struct {
+	Drop, Known []string
+	// Dir receives rewritten runc exec process files: a directory of the
+	// shim's own, root-only (DefaultShimDir).
+	Dir string
 }
 
-func rewriteJSON(path string, drop []string, edit func(map[string]json.RawMessage, func(json.RawMessage) (json.RawMessage, bool, error)) (bool, error)) error {
+// edit returns process with r.Drop removed when it is fully privileged,
+// and whether it changed.
+func (r Rewrite) edit(process json.RawMessage) (json.RawMessage, bool, error) {
+	full, err := FullyPrivileged(process, r.Known)
+	if err != nil || !full {
+		return process, false, err
+	}
+	return DropCapabilities(process, r.Drop)
+}
+
+// RewriteBundle drops the capabilities from the bundle's config.json
+// when its process is fully privileged, replacing the file through a new
+// file created exclusively beside it.
+func RewriteBundle(bundle string, r Rewrite) error {
+	path := filepath.Join(bundle, "config.json")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -104,48 +136,148 @@ func rewriteJSON(path string, drop []string, edit func(map[string]json.RawMessag
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	changed, err := edit(doc, func(p json.RawMessage) (json.RawMessage, bool, error) { return DropCapabilities(p, drop) })
+	proc, ok := doc["process"]
+	if !ok {
+		return nil
+	}
+	out, changed, err := r.edit(proc)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	if !changed {
 		return nil
 	}
-	out, err := json.Marshal(doc)
+	doc["process"] = out
+	enc, err := json.Marshal(doc)
 	if err != nil {
 		return err
 	}
-	return writeKeepingMode(path, out)
+	return replaceFile(path, enc)
 }
 
-func writeKeepingMode(path string, data []byte) error {
-	st, err := os.Stat(path)
+// RewriteProcess reads a runc exec process file; when its process is
+// fully privileged it writes the rewritten process to a new file created
+// exclusively in r.Dir (root-only, the shim's own) and returns that
+// path, for runc to read instead; otherwise it returns "" and runc reads
+// the caller's file as it is. The caller's file is never written.
+func RewriteProcess(path string, r Rewrite) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	out, changed, err := r.edit(data)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	if !changed {
+		return "", nil
+	}
+	if err := ownDir(r.Dir); err != nil {
+		return "", err
+	}
+	sweepOld(r.Dir, time.Hour)
+	f, err := os.CreateTemp(r.Dir, "process-*.json")
+	if err != nil {
+		return "", err
+	}
+	if _, err := f.Write(out); err != nil {
+		f.Close()
+		return "", err
+	}
+	return f.Name(), f.Close()
+}
+
+// DefaultShimDir holds the process files the shim rewrites (runc reads
+// them after the shim has replaced itself with runc; later calls remove
+// those over an hour old).
+const DefaultShimDir = "/run/bootproof-runc-shim"
+
+// ownDir makes dir, or checks that it is a directory (not a symlink)
+// owned by this user and open to no one else.
+func ownDir(dir string) error {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	fi, err := os.Lstat(dir)
 	if err != nil {
 		return err
 	}
-	tmp := path + ".bootproof-shim"
-	if err := os.WriteFile(tmp, data, st.Mode().Perm()); err != nil {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok || int(st.Uid) != os.Geteuid() || fi.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("%s is not a directory of this user's that no one else may use (mode %v): remove it", dir, fi.Mode())
+	}
+	return nil
+}
+
+// sweepOld removes the files in dir older than age.
+func sweepOld(dir string, age time.Duration) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > age {
+			_ = os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+// replaceFile replaces path with data, keeping its mode, through a file
+// created exclusively in its directory (no name to guess or to plant a
+// symlink at) and renamed over it.
+func replaceFile(path string, data []byte) error {
+	st, err := os.Lstat(path)
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", path)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".bootproof-shim-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(st.Mode().Perm()); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }
 
 // Invocation is what the shim needs of runc's command line: the
-// subcommand, and the bundle (create, run) or process file (exec).
+// subcommand, and the bundle (create, run) or process file (exec), read
+// from the subcommand's options up to the container ID (what follows it
+// is the command run in the container, not runc's).
 type Invocation struct {
 	Command string
 	Bundle  string
 	Process string
+	// processArg is the index in the arguments of --process's value (or
+	// of --process=VALUE); -1 when absent.
+	processArg int
+	inline     bool
 }
 
 // runc's global options that take a value; the subcommand is the first
 // argument that is neither one of them nor its value.
 var globalWithValue = []string{"--root", "--log", "--log-format", "--criu", "--rootless"}
 
+// withValue are the options of runc create, run and exec that take a
+// value (runc 1.x); the container ID is the first argument that is
+// neither one of them, their value, nor another option.
+var withValue = []string{"--bundle", "-b", "--console-socket", "--pidfd-socket", "--pid-file", "--preserve-fds",
+	"--process", "-p", "--cwd", "--env", "-e", "--user", "-u", "--additional-gids", "-g", "--process-label",
+	"--apparmor", "--cap", "-c", "--cgroup"}
+
 // ParseInvocation reads runc's arguments (without argv[0]). The bundle
 // defaults to the working directory, as runc's does.
 func ParseInvocation(args []string) (Invocation, error) {
-	var inv Invocation
+	inv := Invocation{processArg: -1}
 	i := 0
 	for ; i < len(args); i++ {
 		a := args[i]
@@ -160,21 +292,26 @@ func ParseInvocation(args []string) (Invocation, error) {
 		break
 	}
 	for i++; i < len(args); i++ {
-		for _, opt := range []struct {
-			long, short string
-			dst         *string
-		}{{"--bundle", "-b", &inv.Bundle}, {"--process", "-p", &inv.Process}} {
-			a := args[i]
-			switch {
-			case a == opt.long || a == opt.short:
-				if i+1 >= len(args) {
-					return inv, errors.New("runc " + inv.Command + ": " + opt.long + " without a value")
-				}
-				i++
-				*opt.dst = args[i]
-			case strings.HasPrefix(a, opt.long+"="):
-				*opt.dst = strings.TrimPrefix(a, opt.long+"=")
+		a := args[i]
+		if a == "--" || len(a) == 0 || a[0] != '-' {
+			break // the container ID: the rest is not runc's
+		}
+		name, value, inline := strings.Cut(a, "=")
+		if !slices.Contains(withValue, name) {
+			continue
+		}
+		if !inline {
+			if i+1 >= len(args) {
+				return inv, errors.New("runc " + inv.Command + ": " + name + " without a value")
 			}
+			i++
+			value = args[i]
+		}
+		switch name {
+		case "--bundle", "-b":
+			inv.Bundle = value
+		case "--process", "-p":
+			inv.Process, inv.processArg, inv.inline = value, i, inline
 		}
 	}
 	if (inv.Command == "create" || inv.Command == "run") && inv.Bundle == "" {
@@ -183,19 +320,41 @@ func ParseInvocation(args []string) (Invocation, error) {
 	return inv, nil
 }
 
-// Prepare rewrites what the invocation is about to start so that it asks
-// for none of the dropped capabilities.
-func Prepare(inv Invocation, drop []string) error {
-	if len(drop) == 0 {
-		return nil
+// WithProcess returns args (those ParseInvocation read) with the process
+// file replaced by path.
+func (inv Invocation) WithProcess(args []string, path string) []string {
+	out := slices.Clone(args)
+	if inv.processArg < 0 {
+		return out
+	}
+	if inv.inline {
+		name, _, _ := strings.Cut(out[inv.processArg], "=")
+		out[inv.processArg] = name + "=" + path
+	} else {
+		out[inv.processArg] = path
+	}
+	return out
+}
+
+// Prepare rewrites what the invocation is about to start so that a fully
+// privileged process asks for none of r.Drop, and returns runc's
+// arguments: args, with a rewritten exec process file's new path.
+func Prepare(inv Invocation, args []string, r Rewrite) ([]string, error) {
+	if len(r.Drop) == 0 {
+		return args, nil
 	}
 	switch inv.Command {
 	case "create", "run":
-		return RewriteBundle(inv.Bundle, drop)
+		return args, RewriteBundle(inv.Bundle, r)
 	case "exec":
-		if inv.Process != "" {
-			return RewriteProcess(inv.Process, drop)
+		if inv.Process == "" {
+			return args, nil
 		}
+		p, err := RewriteProcess(inv.Process, r)
+		if err != nil || p == "" {
+			return args, err
+		}
+		return inv.WithProcess(args, p), nil
 	}
-	return nil
+	return args, nil
 }

@@ -3,57 +3,77 @@ package kindhost
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 )
 
-// RealRuncPaths are where the shim looks for the runc it wraps when no
-// other runc is on PATH (Debian's package installs /usr/sbin/runc).
-var RealRuncPaths = []string{"/usr/sbin/runc", "/usr/bin/runc", "/usr/local/sbin/runc", "/usr/local/bin/runc"}
+// RuncPathSuffix names the file, beside the shim's executable, that holds
+// the absolute path of the runc it wraps: 'make deps-kind' writes it at
+// install, so the shim never looks runc up on PATH.
+const RuncPathSuffix = ".runc"
 
-// FindRealRunc returns the runc the shim at self wraps: the first runc on
-// PATH or in RealRuncPaths that is not the shim itself.
-func FindRealRunc(self string) (string, error) {
+// InstalledRunc reads the runc path recorded beside the shim at self: an
+// absolute path to an executable that is not the shim, in a file owned by
+// root and writable by no one else.
+func InstalledRunc(self string) (string, error) {
+	rec := self + RuncPathSuffix
+	fi, err := os.Lstat(rec)
+	if err != nil {
+		return "", fmt.Errorf("the runc this shim wraps is not recorded (%w): install the shim with 'make deps-kind'", err)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !fi.Mode().IsRegular() || !ok || st.Uid != 0 || fi.Mode().Perm()&0o022 != 0 {
+		return "", fmt.Errorf("%s must be a regular file owned by root and writable by no one else (mode %v): install the shim with 'make deps-kind'", rec, fi.Mode())
+	}
+	data, err := os.ReadFile(rec)
+	if err != nil {
+		return "", err
+	}
+	runc := strings.TrimSpace(string(data))
 	selfAbs, _ := filepath.EvalSymlinks(self)
-	candidates := []string{}
-	if p, err := exec.LookPath("runc"); err == nil {
-		candidates = append(candidates, p)
+	abs, err := filepath.EvalSymlinks(runc)
+	switch {
+	case !filepath.IsAbs(runc):
+		return "", fmt.Errorf("%s: %q is not an absolute path", rec, runc)
+	case err != nil:
+		return "", fmt.Errorf("%s: runc %s: %w", rec, runc, err)
+	case abs == selfAbs:
+		return "", fmt.Errorf("%s names the shim itself", rec)
 	}
-	candidates = append(candidates, RealRuncPaths...)
-	for _, c := range candidates {
-		abs, err := filepath.EvalSymlinks(c)
-		if err != nil || abs == selfAbs {
-			continue
-		}
-		if st, err := os.Stat(abs); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
-			return abs, nil
-		}
+	if st, err := os.Stat(abs); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("%s: runc %s is not an executable file", rec, runc)
 	}
-	return "", fmt.Errorf("no runc to wrap (looked on PATH and in %v)", RealRuncPaths)
+	return abs, nil
 }
 
 // ShimMain is the runtime wrapper's main: it drops the capabilities this
-// host lacks from what runc is about to start, then replaces itself with
-// the real runc and the same arguments. It returns only on error.
+// host lacks from a fully privileged process runc is about to start (any
+// other passes untouched), then replaces itself with the runc recorded at
+// install and the same arguments (an exec's process file replaced by the
+// rewritten one). It returns only on error.
 //
-// With the single argument --self-test it only reports the capabilities
-// this process lacks and exits 0: 'make deps-kind' runs it as the process
-// of a privileged probe container.
+// --missing prints the capabilities this host's root lacks (comma-
+// separated). --self-test [--expect-missing LIST] runs as the process of
+// a privileged probe container: it reports the capabilities the
+// container lacks and fails unless they are exactly LIST, the host's.
 func ShimMain(args []string) int {
-	if len(args) == 2 && args[1] == "--self-test" {
+	switch {
+	case len(args) == 2 && args[1] == "--missing":
 		missing, err := MissingCapabilities()
 		if err != nil {
 			return fail(err)
 		}
-		fmt.Printf("privileged container started; capabilities missing from its bounding set: %v\n", missing)
+		fmt.Println(strings.Join(missing, ","))
 		return 0
+	case len(args) >= 2 && args[1] == "--self-test":
+		return selfTest(args[2:])
 	}
 	self, err := os.Executable()
 	if err != nil {
 		return fail(err)
 	}
-	runc, err := FindRealRunc(self)
+	runc, err := InstalledRunc(self)
 	if err != nil {
 		return fail(err)
 	}
@@ -65,11 +85,38 @@ func ShimMain(args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	if err := Prepare(inv, drop); err != nil {
+	known, err := KnownCapabilities()
+	if err != nil {
+		return fail(err)
+	}
+	runcArgs, err := Prepare(inv, args[1:], Rewrite{Drop: drop, Known: known, Dir: DefaultShimDir})
+	if err != nil {
 		return fail(fmt.Errorf("drop %v from runc %s: %w", drop, inv.Command, err))
 	}
-	err = syscall.Exec(runc, append([]string{runc}, args[1:]...), os.Environ())
+	err = syscall.Exec(runc, append([]string{runc}, runcArgs...), os.Environ())
 	return fail(fmt.Errorf("exec %s: %w", runc, err))
+}
+
+// selfTest is --self-test [--expect-missing LIST].
+func selfTest(args []string) int {
+	var want []string
+	switch {
+	case len(args) == 2 && args[0] == "--expect-missing":
+		if args[1] != "" {
+			want = strings.Split(args[1], ",")
+		}
+	case len(args) != 0:
+		return fail(fmt.Errorf("usage: --self-test [--expect-missing CAP_A,CAP_B]"))
+	}
+	missing, err := MissingCapabilities()
+	if err != nil {
+		return fail(err)
+	}
+	fmt.Printf("privileged container started; capabilities missing from its bounding set: %v\n", missing)
+	if len(args) == 2 && !slices.Equal(missing, want) {
+		return fail(fmt.Errorf("a privileged container must get every capability but the host's missing ones %v; it lacks %v", want, missing))
+	}
+	return 0
 }
 
 func fail(err error) int {

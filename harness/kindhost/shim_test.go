@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -64,12 +66,16 @@ func TestParseInvocation(t *testing.T) {
 		args []string
 		want Invocation
 	}{
-		{[]string{"--root", "/run/runc", "--log", "/l.json", "--log-format", "json", "--systemd-cgroup", "create", "--bundle", "/b", "--pid-file", "/p", "id"}, Invocation{Command: "create", Bundle: "/b"}},
-		{[]string{"create", "--bundle=/b2", "id"}, Invocation{Command: "create", Bundle: "/b2"}},
-		{[]string{"run", "id"}, Invocation{Command: "run", Bundle: "."}},
-		{[]string{"--root", "/r", "exec", "--process", "/tmp/p.json", "--detach", "id"}, Invocation{Command: "exec", Process: "/tmp/p.json"}},
-		{[]string{"--root", "/r", "delete", "id"}, Invocation{Command: "delete"}},
-		{[]string{"--version"}, Invocation{}},
+		{[]string{"--root", "/run/runc", "--log", "/l.json", "--log-format", "json", "--systemd-cgroup", "create", "--bundle", "/b", "--pid-file", "/p", "id"}, Invocation{Command: "create", Bundle: "/b", processArg: -1}},
+		{[]string{"create", "--bundle=/b2", "id"}, Invocation{Command: "create", Bundle: "/b2", processArg: -1}},
+		{[]string{"run", "id"}, Invocation{Command: "run", Bundle: ".", processArg: -1}},
+		{[]string{"--root", "/r", "exec", "--process", "/tmp/p.json", "--detach", "id"}, Invocation{Command: "exec", Process: "/tmp/p.json", processArg: 4}},
+		{[]string{"exec", "--process=/tmp/p.json", "id"}, Invocation{Command: "exec", Process: "/tmp/p.json", processArg: 1, inline: true}},
+		// After the container ID come the command's own arguments, not runc's.
+		{[]string{"exec", "--cwd", "/x", "-e", "A=B", "id", "sh", "-c", "x", "--process", "/tmp/evil.json", "-b", "/evil"}, Invocation{Command: "exec", processArg: -1}},
+		{[]string{"create", "id", "--bundle", "/evil"}, Invocation{Command: "create", Bundle: ".", processArg: -1}},
+		{[]string{"--root", "/r", "delete", "id"}, Invocation{Command: "delete", processArg: -1}},
+		{[]string{"--version"}, Invocation{processArg: -1}},
 	} {
 		got, err := ParseInvocation(tc.args)
 		if err != nil {
@@ -84,14 +90,25 @@ func TestParseInvocation(t *testing.T) {
 	}
 }
 
-func TestPrepareRewritesBundleAndProcess(t *testing.T) {
+// known is a kernel that knows three capabilities.
+var known = []string{"CAP_CHOWN", "CAP_SYS_ADMIN", "CAP_SYS_RESOURCE"}
+
+// TestPrepareRewritesOnlyFullyPrivileged: a fully privileged bundle is
+// rewritten in place (mode kept, no file left beside it); a fully
+// privileged exec process is written to a new file in the shim's own
+// directory, runc's arguments point at it, and the caller's file is not
+// touched; a spec that is not fully privileged passes untouched.
+func TestPrepareRewritesOnlyFullyPrivileged(t *testing.T) {
 	dir := t.TempDir()
-	config := `{"ociVersion":"1.2.0","process":{"capabilities":{"bounding":["CAP_SYS_ADMIN","CAP_SYS_RESOURCE"]}},"root":{"path":"rootfs"}}`
+	r := Rewrite{Drop: []string{"CAP_SYS_RESOURCE"}, Known: known, Dir: filepath.Join(dir, "shim")}
+	config := `{"ociVersion":"1.2.0","process":{"capabilities":{"bounding":["CAP_CHOWN","CAP_SYS_ADMIN","CAP_SYS_RESOURCE"]}},"root":{"path":"rootfs"}}`
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := Prepare(Invocation{Command: "create", Bundle: dir}, []string{"CAP_SYS_RESOURCE"}); err != nil {
-		t.Fatal(err)
+	args := []string{"create", "--bundle", dir, "id"}
+	got, err := Prepare(Invocation{Command: "create", Bundle: dir, processArg: -1}, args, r)
+	if err != nil || !slices.Equal(got, args) {
+		t.Fatalf("Prepare create: %v, %v", got, err)
 	}
 	var spec struct {
 		OCIVersion string `json:"ociVersion"`
@@ -104,26 +121,142 @@ func TestPrepareRewritesBundleAndProcess(t *testing.T) {
 	if err := json.Unmarshal(data, &spec); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(spec.Process.Capabilities.Bounding, []string{"CAP_SYS_ADMIN"}) || spec.OCIVersion != "1.2.0" || spec.Root.Path != "rootfs" {
+	if !reflect.DeepEqual(spec.Process.Capabilities.Bounding, []string{"CAP_CHOWN", "CAP_SYS_ADMIN"}) || spec.OCIVersion != "1.2.0" || spec.Root.Path != "rootfs" {
 		t.Fatalf("bundle config after Prepare: %s", data)
 	}
 	if st, _ := os.Stat(filepath.Join(dir, "config.json")); st.Mode().Perm() != 0o600 {
 		t.Fatalf("mode changed to %v", st.Mode())
 	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".bootproof-shim-*")); len(left) != 0 {
+		t.Errorf("temporary files left beside config.json: %v", left)
+	}
+
+	procIn := `{"args":["sh"],"capabilities":{"bounding":["CAP_CHOWN","CAP_SYS_ADMIN","CAP_SYS_RESOURCE"],"effective":["CAP_SYS_RESOURCE","CAP_CHOWN"]}}`
 	proc := filepath.Join(dir, "process.json")
-	if err := os.WriteFile(proc, []byte(`{"args":["sh"],"capabilities":{"effective":["CAP_SYS_RESOURCE","CAP_KILL"]}}`), 0o600); err != nil {
+	if err := os.WriteFile(proc, []byte(procIn), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := Prepare(Invocation{Command: "exec", Process: proc}, []string{"CAP_SYS_RESOURCE"}); err != nil {
+	args = []string{"--root", "/r", "exec", "--process", proc, "--detach", "id"}
+	inv, err := ParseInvocation(args)
+	if err != nil {
 		t.Fatal(err)
 	}
-	data, _ = os.ReadFile(proc)
-	if string(data) != `{"args":["sh"],"capabilities":{"effective":["CAP_KILL"]}}` {
-		t.Fatalf("process after Prepare: %s", data)
+	got, err = Prepare(inv, args, r)
+	if err != nil {
+		t.Fatal(err)
 	}
-	// Nothing to drop: nothing is touched.
-	if err := Prepare(Invocation{Command: "create", Bundle: filepath.Join(dir, "missing")}, nil); err != nil {
+	if got[4] == proc || filepath.Dir(got[4]) != r.Dir || !slices.Equal(got[:4], args[:4]) || !slices.Equal(got[5:], args[5:]) {
+		t.Fatalf("runc's arguments: %v", got)
+	}
+	if data, _ := os.ReadFile(proc); string(data) != procIn {
+		t.Errorf("the caller's process file was written: %s", data)
+	}
+	data, _ = os.ReadFile(got[4])
+	if string(data) != `{"args":["sh"],"capabilities":{"bounding":["CAP_CHOWN","CAP_SYS_ADMIN"],"effective":["CAP_CHOWN"]}}` {
+		t.Errorf("rewritten process: %s", data)
+	}
+	if st, _ := os.Stat(r.Dir); st.Mode().Perm() != 0o700 {
+		t.Errorf("the shim's directory is %v, want 0700", st.Mode())
+	}
+
+	// Not fully privileged (a workload that asked for SYS_RESOURCE alone,
+	// say --cap-add): untouched, so runc fails as it would without the shim.
+	partial := `{"args":["sh"],"capabilities":{"bounding":["CAP_CHOWN","CAP_SYS_RESOURCE"]}}`
+	if err := os.WriteFile(proc, []byte(partial), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err = Prepare(inv, args, r)
+	if err != nil || !slices.Equal(got, args) {
+		t.Errorf("a spec that is not fully privileged: %v, %v", got, err)
+	}
+	// Nothing to drop: nothing is read.
+	if _, err := Prepare(Invocation{Command: "create", Bundle: filepath.Join(dir, "missing")}, nil, Rewrite{Known: known}); err != nil {
 		t.Fatalf("with nothing to drop the bundle is not read: %v", err)
+	}
+}
+
+// TestRewriteProcessRefusesForeignDir: the shim's directory must be its
+// own: a symlink or a directory others may write to is refused.
+func TestRewriteProcessRefusesForeignDir(t *testing.T) {
+	dir := t.TempDir()
+	proc := filepath.Join(dir, "process.json")
+	if err := os.WriteFile(proc, []byte(`{"capabilities":{"bounding":["CAP_CHOWN","CAP_SYS_ADMIN","CAP_SYS_RESOURCE"]}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	open := filepath.Join(dir, "open")
+	if err := os.Mkdir(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(t.TempDir(), link); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{open, link} {
+		if _, err := RewriteProcess(proc, Rewrite{Drop: []string{"CAP_SYS_RESOURCE"}, Known: known, Dir: d}); err == nil || !strings.Contains(err.Error(), "no one else may use") {
+			t.Errorf("%s: %v", d, err)
+		}
+	}
+}
+
+func TestFullyPrivileged(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want bool
+	}{
+		{`{"capabilities":{"bounding":["CAP_SYS_RESOURCE","CAP_CHOWN","CAP_SYS_ADMIN","CAP_NET_RAW"]}}`, true},
+		{`{"capabilities":{"bounding":["CAP_CHOWN","CAP_SYS_ADMIN"]}}`, false},
+		{`{"capabilities":{"effective":["CAP_CHOWN","CAP_SYS_ADMIN","CAP_SYS_RESOURCE"]}}`, false},
+		{`{"args":["sh"]}`, false},
+	} {
+		if got, err := FullyPrivileged(json.RawMessage(tc.in), known); err != nil || got != tc.want {
+			t.Errorf("%s: %t, %v; want %t", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+// TestInstalledRunc: the runc path comes from the file recorded at
+// install, absolute and not the shim itself; a missing record is an
+// error saying how to install.
+func TestInstalledRunc(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the record must be owned by root: run as root (make test in .ci/run does)")
+	}
+	dir := t.TempDir()
+	self := filepath.Join(dir, "runc-shim")
+	runc := filepath.Join(dir, "runc")
+	for _, p := range []string{self, runc} {
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := InstalledRunc(self); err == nil || !strings.Contains(err.Error(), "make deps-kind") {
+		t.Errorf("no record: %v", err)
+	}
+	for _, tc := range []struct{ content, want string }{
+		{runc + "\n", ""},
+		{"runc", "not an absolute path"},
+		{self, "names the shim itself"},
+		{filepath.Join(dir, "none"), "no such file"},
+	} {
+		if err := os.WriteFile(self+RuncPathSuffix, []byte(tc.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := InstalledRunc(self)
+		switch {
+		case tc.want == "" && (err != nil || got != runc):
+			t.Errorf("%q: %s, %v", tc.content, got, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%q: %v, want %q", tc.content, err, tc.want)
+		}
+	}
+	if err := os.Chmod(self+RuncPathSuffix, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := InstalledRunc(self); err == nil || !strings.Contains(err.Error(), "writable by no one else") {
+		t.Errorf("a record others may write: %v", err)
 	}
 }
 
