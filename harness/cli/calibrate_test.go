@@ -14,13 +14,12 @@ import (
 	"github.com/bootproof/bootproof/reports"
 )
 
-// TestCalibrateGates runs 'bootproof calibrate' on the embedded cluster
-// with a known-good variant and a known-bad one whose file lists a
-// scenario it is caught in (a fast reboot: it never loads again) and one
-// that cannot see its defect (no reboot at all): the report counts the
-// catch and the miss, and the miss fails the run (exit 1), as a
-// calibration below 100 % must.
-func TestCalibrateGates(t *testing.T) {
+// calibrationDir returns a directory of two calibration files: the
+// slow-reconcile example (known good) and no-reload (known bad), listed
+// as caught in fast-reboot-0.5g and in the scenarios of moreSees (YAML
+// list items), for tests on the embedded cluster.
+func calibrationDir(t *testing.T, moreSees string) string {
+	t.Helper()
 	cptest.RequireBinaries(t)
 	t.Setenv("TMPDIR", t.TempDir())
 	dir := t.TempDir()
@@ -31,20 +30,32 @@ func TestCalibrateGates(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "slow-reconcile.yaml"), slow, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "no-reload.yaml"), []byte(`name: cal-no-reload
+	noReload := `name: cal-no-reload
 exec: {command: ["${BOOTPROOF}", kmm, --variant=no-reload]}
 calibration:
   variant: no-reload
   sees:
     - scenarios: [fast-reboot-0.5g]
       expect: fail:reload
-      why: the node reboots
+      why: the node reboots` + moreSees
+	if err := os.WriteFile(filepath.Join(dir, "no-reload.yaml"), []byte(noReload+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestCalibrateGates runs 'bootproof calibrate' on the embedded cluster
+// with a known-good variant and a known-bad one whose file lists a
+// scenario it is caught in (a fast reboot: it never loads again) and one
+// that cannot see its defect (no reboot at all): the report counts the
+// catch and the miss, and the miss fails the run (exit 1), as a
+// calibration below 100 % must.
+func TestCalibrateGates(t *testing.T) {
+	dir := calibrationDir(t, `
     - scenarios: [kubelet-restart-no-reboot]
       expect: fail:reload
       why: listed wrongly on purpose, no reboot happens
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`)
 	report := filepath.Join(t.TempDir(), "report")
 	var out, errb bytes.Buffer
 	code := cli.Run(context.Background(), []string{"calibrate", "--dir", dir, "--scenario", "fast-reboot-0.5g", "--scenario", "kubelet-restart-no-reboot",
@@ -82,27 +93,7 @@ calibration:
 // figures are measured as without it, and the report says which cells
 // were not run.
 func TestCalibrateListedOnly(t *testing.T) {
-	cptest.RequireBinaries(t)
-	t.Setenv("TMPDIR", t.TempDir())
-	dir := t.TempDir()
-	slow, err := os.ReadFile("../../examples/calibration/slow-reconcile.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "slow-reconcile.yaml"), slow, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "no-reload.yaml"), []byte(`name: cal-no-reload
-exec: {command: ["${BOOTPROOF}", kmm, --variant=no-reload]}
-calibration:
-  variant: no-reload
-  sees:
-    - scenarios: [fast-reboot-0.5g]
-      expect: fail:reload
-      why: the node reboots
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := calibrationDir(t, "")
 	report := filepath.Join(t.TempDir(), "report")
 	var out, errb bytes.Buffer
 	code := cli.Run(context.Background(), []string{"calibrate", "--dir", dir, "--scenario", "fast-reboot-0.5g", "--scenario", "kubelet-restart-no-reboot",

@@ -201,6 +201,43 @@ func TestRewriteProcessRefusesForeignDir(t *testing.T) {
 	}
 }
 
+// docker20Privileged is the bounding set Debian 12's docker.io 20.10 gave
+// a --privileged container here (capabilities 0 to 37; the kernel knows
+// 0 to 40), and dockerDefaultPlus a default container's with
+// --cap-add SYS_RESOURCE.
+var (
+	docker20Privileged = []string{"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_SETGID", "CAP_SETUID", "CAP_SETPCAP",
+		"CAP_LINUX_IMMUTABLE", "CAP_NET_BIND_SERVICE", "CAP_NET_BROADCAST", "CAP_NET_ADMIN", "CAP_NET_RAW", "CAP_IPC_LOCK", "CAP_IPC_OWNER", "CAP_SYS_MODULE", "CAP_SYS_RAWIO",
+		"CAP_SYS_CHROOT", "CAP_SYS_PTRACE", "CAP_SYS_PACCT", "CAP_SYS_ADMIN", "CAP_SYS_BOOT", "CAP_SYS_NICE", "CAP_SYS_RESOURCE", "CAP_SYS_TIME", "CAP_SYS_TTY_CONFIG",
+		"CAP_MKNOD", "CAP_LEASE", "CAP_AUDIT_WRITE", "CAP_AUDIT_CONTROL", "CAP_SETFCAP", "CAP_MAC_OVERRIDE", "CAP_MAC_ADMIN", "CAP_SYSLOG", "CAP_WAKE_ALARM",
+		"CAP_BLOCK_SUSPEND", "CAP_AUDIT_READ"}
+	dockerDefaultPlus = []string{"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW", "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP",
+		"CAP_SETPCAP", "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE", "CAP_SYS_RESOURCE"}
+)
+
+// TestPrivilegedOnThisKernel: with this kernel's PrivilegedCapabilities,
+// docker 20.10's --privileged set is fully privileged and a default
+// container with one capability added is not.
+func TestPrivilegedOnThisKernel(t *testing.T) {
+	priv, err := PrivilegedCapabilities()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(priv) < len(docker20Privileged) {
+		t.Skipf("this kernel knows %d capabilities, fewer than docker 20.10 grants", len(priv))
+	}
+	spec := func(caps []string) json.RawMessage {
+		data, _ := json.Marshal(map[string]any{"capabilities": map[string][]string{"bounding": caps}})
+		return data
+	}
+	if full, err := FullyPrivileged(spec(docker20Privileged), priv); err != nil || !full {
+		t.Errorf("docker 20.10's --privileged set: %t, %v; want fully privileged", full, err)
+	}
+	if full, err := FullyPrivileged(spec(dockerDefaultPlus), priv); err != nil || full {
+		t.Errorf("a default container with --cap-add SYS_RESOURCE: %t, %v; want not fully privileged", full, err)
+	}
+}
+
 func TestFullyPrivileged(t *testing.T) {
 	for _, tc := range []struct {
 		in   string

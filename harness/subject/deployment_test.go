@@ -45,13 +45,21 @@ func fakeDeploymentController(ctx context.Context, cs *fake.Clientset, ns, name 
 	}
 }
 
-func TestDeploymentPauseResumeAndCrash(t *testing.T) {
+// fakeOperator is Deployment ops/op of replicas pods on a fake clientset,
+// kept by fakeDeploymentController until the test ends.
+func fakeOperator(t *testing.T, replicas int32) (*fake.Clientset, context.Context) {
+	t.Helper()
 	sel := map[string]string{"app": "op"}
 	cs := fake.NewClientset(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "op", Namespace: "ops"},
-		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: sel}}})
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: sel}}})
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	go fakeDeploymentController(ctx, cs, "ops", "op", sel)
+	return cs, ctx
+}
+
+func TestDeploymentPauseResumeAndCrash(t *testing.T) {
+	cs, ctx := fakeOperator(t, 2)
 
 	f := &File{Name: "op", Deployment: &DeploymentSpec{Namespace: "ops", Name: "op", timeout: 20 * time.Second}}
 	d := &Deployment{File: f, Cluster: restOnly{}, Client: cs}
@@ -109,12 +117,7 @@ func TestDeploymentPauseResumeAndCrash(t *testing.T) {
 // A run that ends while the Deployment is scaled to 0 (interrupted during
 // a pause) scales it back: nothing of the user's is lost.
 func TestDeploymentTeardownRestoresReplicas(t *testing.T) {
-	sel := map[string]string{"app": "op"}
-	cs := fake.NewClientset(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "op", Namespace: "ops"},
-		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3), Selector: &metav1.LabelSelector{MatchLabels: sel}}})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go fakeDeploymentController(ctx, cs, "ops", "op", sel)
+	cs, ctx := fakeOperator(t, 3)
 	f := &File{Name: "op", Deployment: &DeploymentSpec{Namespace: "ops", Name: "op", timeout: 20 * time.Second}}
 	d := &Deployment{File: f, Cluster: restOnly{}, Client: cs}
 	if err := d.Setup(ctx); err != nil {
@@ -152,12 +155,7 @@ func TestDeploymentWithoutReplicas(t *testing.T) {
 // if the run dies holding it); resuming removes both; a Deployment
 // another run holds at 0 is refused at Setup, naming that run.
 func TestDeploymentPauseMarksTheRun(t *testing.T) {
-	sel := map[string]string{"app": "op"}
-	cs := fake.NewClientset(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "op", Namespace: "ops"},
-		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: sel}}})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go fakeDeploymentController(ctx, cs, "ops", "op", sel)
+	cs, ctx := fakeOperator(t, 2)
 	f := &File{Name: "op", Deployment: &DeploymentSpec{Namespace: "ops", Name: "op", timeout: 20 * time.Second}}
 	d := &Deployment{File: f, Cluster: restOnly{}, Client: cs, RunID: "run1"}
 	if err := d.Setup(ctx); err != nil {
