@@ -11,7 +11,9 @@ GO ?= go
 # 930. The race detector needs cgo: 'make test' turns it on for that pass
 # alone (a build of its own anyway). TestSharedModuleVersions keeps the
 # modules bootproof and the control plane both link at one version.
-export GOFLAGS := -trimpath $(GOFLAGS)
+# tools/buildvcs.sh adds -buildvcs=false where git refuses this checkout
+# (root in another user's checkout), which would otherwise fail go build.
+export GOFLAGS := -trimpath $(shell tools/buildvcs.sh) $(GOFLAGS)
 export CGO_ENABLED := 0
 BIN_DIR := $(CURDIR)/bin
 # Run outputs (reports, JUnit, figures); not the reports/ Go package.

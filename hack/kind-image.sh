@@ -4,7 +4,9 @@
 # (harness/kindimage), and rebuilt only when what it is made of changes:
 # the pins under tools/ (tools/controlplane/{kube,etcd} and their build flags, tools/kindnode/*), the
 # builder (harness/kindimage, this script) and kind's version in go.mod.
-# Its tag carries a hash of those, so a cached image is found by name.
+# Its tag carries a hash of those, so a cached image is found by name, and
+# its label dev.bootproof.checkout a hash of this checkout's path: a new
+# build removes only the images this checkout built before.
 #   hack/kind-image.sh          build it unless cached; the tag goes to stdout,
 #                               everything else to stderr
 #   hack/kind-image.sh --tag    print the tag only
@@ -18,6 +20,8 @@ inputs+=(tools/kindnode/*/go.mod tools/kindnode/*/go.sum)
 while IFS= read -r f; do inputs+=("$f"); done < <(find harness/kindimage -type f ! -name '*_test.go' ! -path '*/testdata/*' | LC_ALL=C sort)
 stamp="$( { cat "${inputs[@]}"; grep -E '^\s*sigs.k8s.io/kind ' go.mod; tools/controlplane/build.sh --kube-ldflags; } | sha256sum | cut -c1-12)"
 tag="bootproof/kind-node:${k8s_version}-${stamp}"
+# The images this checkout built carry its label; only they are pruned.
+checkout="$(pwd -P | sha256sum | cut -c1-12)"
 if [ "${1:-}" = --tag ]; then echo "$tag"; exit 0; fi
 exec 3>&1 1>&2 # progress to stderr, the tag alone to stdout (fd 3)
 
@@ -35,14 +39,17 @@ echo "kind-image: building $tag (first build: about 10 minutes on 2 cores after 
 # control plane, 'make build', bootproof-agent and the runtime shim are
 # built: one compile for all.
 mkdir -p "$bin_dir/kindnode"
-CGO_ENABLED=0 tools/gobuild.sh "kind-image: bootproof" "$bin_dir/kindnode/bootproof" ./cmd/bootproof -trimpath
+CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} $(tools/buildvcs.sh)" tools/gobuild.sh "kind-image: bootproof" "$bin_dir/kindnode/bootproof" ./cmd/bootproof -trimpath
 BIN_DIR="$bin_dir" tools/kindnode/build.sh
 # The node's etcd is the embedded plane's (tools/kindnode/build.sh copies
 # it), not the version kubeadm asks for: its image is tagged for it and the
 # image's label tells bootproof's kind clusters to run it.
 etcd_version="$(awk '$1 == "require" && $2 == "go.etcd.io/etcd/server/v3" {print $3}' tools/controlplane/etcd/go.mod)"
-"$bin_dir/kindnode/bootproof" kind build-node-image --bin-dir "$bin_dir/kindnode" --tag "$tag" --etcd-version "${etcd_version#v}"
-# Older images of this builder are superseded; their layers go with them.
-docker image ls --format '{{.Repository}}:{{.Tag}}' bootproof/kind-node | grep -vxF "$tag" | xargs -r docker rmi >/dev/null 2>&1 || true
+"$bin_dir/kindnode/bootproof" kind build-node-image --bin-dir "$bin_dir/kindnode" --tag "$tag" --etcd-version "${etcd_version#v}" \
+  --label "dev.bootproof.checkout=$checkout"
+# This checkout's older images are superseded; their layers go with them.
+# Images of other checkouts (or built by hand) are never touched.
+docker image ls --filter "label=dev.bootproof.checkout=$checkout" --format '{{.Repository}}:{{.Tag}}' bootproof/kind-node |
+  grep -vxF "$tag" | xargs -r docker rmi >/dev/null 2>&1 || true
 echo "kind-image: built $tag in $((SECONDS - start))s ($(docker image inspect -f '{{.Size}}' "$tag" | awk '{printf "%.0f MB", $1/1e6}'))"
 echo "$tag" >&3

@@ -281,6 +281,9 @@ func (rc *runContext) run(ctx context.Context) error {
 	}
 	rc.log = rl.path
 	fmt.Fprintf(rc.s.Err, "logs (klog, controller-runtime, client-go; --verbose shows them here): %s\n", rl.path)
+	// Every run log opens with the run it belongs to (a log of a run on a
+	// quiet cluster would otherwise be empty).
+	logr.FromContextOrDiscard(ctx).Info("run started", "run", run.ID, "cluster", cl.Name(), "reportDir", dir)
 	for _, f := range rc.plan.subjectFiles {
 		if rc.o.calibrate == nil {
 			subjects = append(subjects, subject.FromFile(f, cl, filepath.Join(dir, "subjects"), run.ID))

@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
-
-	securejoin "github.com/cyphar/filepath-securejoin"
 )
 
 // Result is what Build made.
@@ -50,9 +49,18 @@ func Build(ctx context.Context, cfg Config, r Runner) (Result, error) {
 	if os.Geteuid() != 0 {
 		return Result{}, ErrNotRoot
 	}
-	if err := os.MkdirAll(cfg.WorkDir, 0o755); err != nil {
+	workDir, err := CheckWorkDir(cfg.WorkDir)
+	if err != nil {
 		return Result{}, err
 	}
+	cfg.WorkDir = workDir
+	unlock, err := lockWorkDir(ctx, workDir, func() {
+		fmt.Fprintf(cfg.Progress, "kind-image: waiting for another build using %s to end\n", workDir)
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	defer unlock()
 	b := &builder{cfg: cfg, r: r, res: Result{Tag: cfg.Tag}}
 	plan, err := b.planImages(ctx)
 	if err != nil {
@@ -60,14 +68,14 @@ func Build(ctx context.Context, cfg Config, r Runner) (Result, error) {
 	}
 	var nodeRoot, userland string
 	if err := b.step("debootstrap the node's Debian "+cfg.Suite, func() (cached bool, err error) {
-		nodeRoot, cached, err = Debootstrap(ctx, r, cfg.WorkDir, "node", cfg.Suite, cfg.Mirror, NodePackages)
+		nodeRoot, cached, err = Debootstrap(ctx, r, cfg.WorkDir, b.rootfs("node", NodePackages), cfg.Progress)
 		return cached, err
 	}); err != nil {
 		return b.res, err
 	}
 	if err := b.step("debootstrap kube-proxy's userland", func() (cached bool, err error) {
 		var dir string
-		if dir, cached, err = Debootstrap(ctx, r, cfg.WorkDir, "proxy", cfg.Suite, cfg.Mirror, ProxyPackages); err != nil {
+		if dir, cached, err = Debootstrap(ctx, r, cfg.WorkDir, b.rootfs("proxy", ProxyPackages), cfg.Progress); err != nil {
 			return false, err
 		}
 		userland, err = b.userlandLayer(ctx, dir)
@@ -97,6 +105,10 @@ func (b *builder) step(name string, f func() (cached bool, err error)) error {
 	}
 	fmt.Fprintf(b.cfg.Progress, "kind-image: %s: %s in %s\n", name, state, s.Duration.Round(100*time.Millisecond))
 	return nil
+}
+
+func (b *builder) rootfs(name string, packages []string) Rootfs {
+	return Rootfs{Name: name, Suite: b.cfg.Suite, Mirror: b.cfg.Mirror, Keyring: b.cfg.Keyring, Packages: packages}
 }
 
 func (b *builder) bin(name string) string { return filepath.Join(b.cfg.BinDir, name) }
@@ -157,10 +169,10 @@ func (b *builder) userlandLayer(ctx context.Context, dir string) (string, error)
 }
 
 func (b *builder) writeArchives(plan []PlannedImage, userland string) (map[string]string, error) {
-	dir := filepath.Join(b.cfg.WorkDir, "images")
 	archives := map[string]string{}
 	err := b.step(fmt.Sprintf("write %d control-plane image archives", len(plan)), func() (bool, error) {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		dir, err := privateSubdir(b.cfg.WorkDir, "images")
+		if err != nil {
 			return false, err
 		}
 		for _, p := range plan {
@@ -178,7 +190,9 @@ func (b *builder) writeArchives(plan []PlannedImage, userland string) (map[strin
 // assemble makes the node's filesystem, imports it, imports the image
 // archives into its containerd and commits the node image.
 func (b *builder) assemble(ctx context.Context, nodeRoot string, plan []PlannedImage, archives map[string]string) error {
-	staging := filepath.Join(b.cfg.WorkDir, fmt.Sprintf("staging-%d", os.Getpid()))
+	// One build at a time holds the work directory: a staging tree left
+	// by a killed build is removed here.
+	staging := filepath.Join(b.cfg.WorkDir, "staging")
 	defer os.RemoveAll(staging)
 	intermediate := b.cfg.Tag + "-build"
 	if err := b.step("lay out the node's filesystem", func() (bool, error) {
@@ -204,8 +218,14 @@ func (b *builder) stage(ctx context.Context, nodeRoot, staging string, plan []Pl
 	if out, err := b.r.Output(ctx, "cp", "-a", nodeRoot, staging); err != nil {
 		return fmt.Errorf("copy %s: %w: %s", nodeRoot, err, out)
 	}
-	in := func(p string) (string, error) { return securejoin.SecureJoin(staging, p) }
-	if err := writeKindBase(staging); err != nil {
+	// Every write below goes through an os.Root of the staging tree: no
+	// path and no link in the Debian tree can lead a write out of it.
+	root, err := os.OpenRoot(staging)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	if err := writeKindBase(root); err != nil {
 		return fmt.Errorf("kind's base files: %w", err)
 	}
 	var pause string
@@ -214,11 +234,7 @@ func (b *builder) stage(ctx context.Context, nodeRoot, staging string, plan []Pl
 			pause = p.Ref.String()
 		}
 	}
-	cfgPath, err := in("/etc/containerd/config.toml")
-	if err != nil {
-		return err
-	}
-	raw, err := os.ReadFile(cfgPath)
+	raw, err := root.ReadFile("etc/containerd/config.toml")
 	if err != nil {
 		return err
 	}
@@ -248,48 +264,36 @@ func (b *builder) stage(ctx context.Context, nodeRoot, staging string, plan []Pl
 		"/etc/bootproof-kind-node-image.release": []byte(releaseNote(b.res)),
 	}
 	for p, data := range generated {
-		dst, err := in(p)
-		if err != nil {
-			return err
-		}
-		if err := writeFile(dst, data, 0o644); err != nil {
+		if err := writeFile(root, p, data, 0o644); err != nil {
 			return err
 		}
 	}
 	for bin, p := range nodeBinaryPaths {
-		dst, err := in(p)
-		if err != nil {
-			return err
-		}
-		if err := copyFile(b.bin(bin), dst, 0o755); err != nil {
+		if err := copyFile(b.bin(bin), root, p, 0o755); err != nil {
 			return fmt.Errorf("install %s: %w", bin, err)
 		}
 	}
-	return systemdSetupIn(staging)
-}
-
-// systemdSetupIn runs systemdSetup on the paths as the node resolves
-// them (Debian's /sbin and /lib are links into /usr).
-func systemdSetupIn(root string) error {
-	resolved, err := securejoin.SecureJoin(root, "/")
-	if err != nil {
-		return err
-	}
-	return systemdSetup(resolved)
+	return systemdSetup(root)
 }
 
 func releaseNote(r Result) string {
 	return fmt.Sprintf("built by bootproof (harness/kindimage) with no registry\nkubernetes %s\nimages %s\n", r.KubernetesVersion, strings.Join(r.Images, " "))
 }
 
-// importStaging imports the node's filesystem as an image. kind's base
-// image also sets STOPSIGNAL SIGRTMIN+3 (systemd's clean halt), which
-// 'docker import' cannot set; kind removes its nodes with 'docker rm -f'
-// and never sends the image's stop signal.
+// importStaging imports the node's filesystem as an image: tar writes it
+// to an archive beside the staging directory, which docker imports (no
+// shell, so no path is ever parsed by one). kind's base image also sets
+// STOPSIGNAL SIGRTMIN+3 (systemd's clean halt), which 'docker import'
+// cannot set; kind removes its nodes with 'docker rm -f' and never sends
+// the image's stop signal.
 func (b *builder) importStaging(ctx context.Context, staging, image string) error {
-	tar := fmt.Sprintf("tar --numeric-owner -C %q -c . | %q import --change 'ENV container=docker' --change 'ENTRYPOINT [\"/usr/local/bin/entrypoint\", \"/sbin/init\"]' - %q",
-		staging, b.cfg.Docker, image)
-	if out, err := b.r.Output(ctx, "bash", "-o", "pipefail", "-c", tar); err != nil {
+	archive := staging + ".tar"
+	defer os.Remove(archive)
+	if out, err := b.r.Output(ctx, "tar", "--numeric-owner", "-C", staging, "-cf", archive, "."); err != nil {
+		return fmt.Errorf("tar %s: %w: %s", staging, err, lastLines(out, 10))
+	}
+	if out, err := b.r.Output(ctx, b.cfg.Docker, "import", "--change", "ENV container=docker",
+		"--change", `ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]`, archive, image); err != nil {
 		return fmt.Errorf("docker import: %w: %s", err, lastLines(out, 10))
 	}
 	return nil
@@ -302,6 +306,8 @@ func (b *builder) loadAndCommit(ctx context.Context, image string, plan []Planne
 		return fmt.Errorf("start the build container: %w: %s", err, out)
 	}
 	defer func() { _, _ = b.r.Output(context.WithoutCancel(ctx), d, "rm", "-f", "-v", name) }()
+	// The scripts run in the build container are constants: nothing of
+	// the host or the configuration is spliced into them.
 	if out, err := b.r.Output(ctx, d, "exec", name, "bash", "-c", "nohup containerd > /var/log/containerd-build.log 2>&1 &"); err != nil {
 		return fmt.Errorf("start containerd in the build container: %w: %s", err, out)
 	}
@@ -344,6 +350,9 @@ done; ps -ef; exit 1`
 		"--change", "LABEL " + LabelSkipPhases + "=" + strings.Join(SkipPhases(), ",")}
 	if b.cfg.EtcdVersion != "" {
 		changes = append(changes, "--change", "LABEL "+LabelEtcdImageTag+"="+EtcdImageTag(b.cfg.EtcdVersion))
+	}
+	for _, k := range slices.Sorted(maps.Keys(b.cfg.Labels)) {
+		changes = append(changes, "--change", "LABEL "+k+"="+b.cfg.Labels[k])
 	}
 	if out, err := b.r.Output(ctx, d, append(append([]string{"commit"}, changes...), name, b.cfg.Tag)...); err != nil {
 		return fmt.Errorf("docker commit %s: %w: %s", b.cfg.Tag, err, out)

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/bootproof/bootproof/contract"
@@ -45,6 +48,15 @@ type Config struct {
 	// installs from; default bookworm from http://deb.debian.org/debian.
 	Suite  string
 	Mirror string
+	// Keyring holds the archive keys debootstrap checks the Release
+	// file's signature with (it refuses an unsigned or unverifiable
+	// archive); default Debian's, /usr/share/keyrings/debian-archive-keyring.gpg
+	// (package debian-archive-keyring, which 'make deps-kind' installs).
+	Keyring string
+	// Labels are set on the node image. 'make kind-image' labels what
+	// it builds with its checkout (dev.bootproof.checkout), and prunes
+	// only superseded images of that checkout.
+	Labels map[string]string
 	// PodSubnet is the node's pod range, written into its CNI
 	// configuration; default 10.244.0.0/24, the first node range of kind's
 	// default pod subnet (10.244.0.0/16) on a one-node cluster.
@@ -74,6 +86,7 @@ func (c *Config) Default() {
 	}
 	c.Suite = cmp.Or(c.Suite, "bookworm")
 	c.Mirror = cmp.Or(c.Mirror, "http://deb.debian.org/debian")
+	c.Keyring = cmp.Or(c.Keyring, DebianKeyring)
 	c.PodSubnet = cmp.Or(c.PodSubnet, "10.244.0.0/24")
 	c.Docker = cmp.Or(c.Docker, "docker")
 	if c.Progress == nil {
@@ -93,6 +106,12 @@ func (c *Config) Validate() error {
 	if c.EtcdVersion != "" && !etcdVersion.MatchString(c.EtcdVersion) {
 		errs = append(errs, contract.NewInputError("EtcdVersion", c.EtcdVersion, "accepted: an etcd release version without a v or an image revision, e.g. 3.6.16", nil))
 	}
+	for _, k := range slices.Sorted(maps.Keys(c.Labels)) {
+		if !labelKey.MatchString(k) || !labelValue.MatchString(c.Labels[k]) {
+			errs = append(errs, contract.NewInputError("Labels", k+"="+c.Labels[k],
+				"accepted: KEY=VALUE, the key of letters, digits and . _ - /, the value without spaces or quotes", nil))
+		}
+	}
 	if c.BinDir == "" {
 		errs = append(errs, contract.NewInputError("BinDir", "", "required: the binaries of tools/kindnode/build.sh (bin/kindnode)", nil))
 	} else if missing := missingBinaries(c.BinDir); len(missing) > 0 {
@@ -101,6 +120,14 @@ func (c *Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// DebianKeyring is Debian's archive keyring (package debian-archive-keyring).
+const DebianKeyring = "/usr/share/keyrings/debian-archive-keyring.gpg"
+
+var (
+	labelKey   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]*$`)
+	labelValue = regexp.MustCompile(`^[^\s"'\\]*$`)
+)
 
 func missingBinaries(dir string) []string {
 	var missing []string

@@ -277,17 +277,25 @@ func TestCRIBaseSpec(t *testing.T) {
 
 func TestSystemdSetup(t *testing.T) {
 	root := t.TempDir()
+	// Debian's merged /usr: /lib is a link into /usr.
+	if err := os.MkdirAll(filepath.Join(root, "usr/lib"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("usr/lib", filepath.Join(root, "lib")); err != nil {
+		t.Fatal(err)
+	}
+	r := openRoot(t, root)
 	for _, f := range []string{"lib/systemd/system/multi-user.target.wants/getty.target", "lib/systemd/system/sockets.target.wants/systemd-udevd-control.socket",
 		"lib/systemd/system/sockets.target.wants/dbus.socket", "etc/systemd/system/timers.target.wants/apt-daily.timer",
 		"lib/systemd/system/sysinit.target.wants/systemd-tmpfiles-setup.service", "lib/systemd/system/sysinit.target.wants/systemd-sysctl.service"} {
-		if err := writeFile(filepath.Join(root, f), nil, 0o644); err != nil {
+		if err := writeFile(r, f, nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := writeFile(filepath.Join(root, "etc/systemd/journald.conf"), []byte("[Journal]\n"), 0o644); err != nil {
+	if err := writeFile(r, "etc/systemd/journald.conf", []byte("[Journal]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := systemdSetup(root); err != nil {
+	if err := systemdSetup(r); err != nil {
 		t.Fatal(err)
 	}
 	for _, gone := range []string{"lib/systemd/system/multi-user.target.wants/getty.target", "lib/systemd/system/sockets.target.wants/systemd-udevd-control.socket",
@@ -320,7 +328,7 @@ func TestSystemdSetup(t *testing.T) {
 
 func TestWriteKindBase(t *testing.T) {
 	root := t.TempDir()
-	if err := writeKindBase(root); err != nil {
+	if err := writeKindBase(openRoot(t, root)); err != nil {
 		t.Fatal(err)
 	}
 	for path, mode := range map[string]os.FileMode{

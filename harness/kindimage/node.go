@@ -3,10 +3,11 @@ package kindimage
 import (
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
+	"path"
 	"regexp"
 	"strings"
 )
@@ -112,7 +113,7 @@ func CRIBaseSpec(ctrSpec []byte) ([]byte, error) {
 
 // writeKindBase copies kind's base files into root: scripts executable
 // (kind/bin, usr/local/bin), the rest 0644.
-func writeKindBase(root string) error {
+func writeKindBase(root *os.Root) error {
 	return fs.WalkDir(kindBase, "kindbase", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -121,9 +122,8 @@ func writeKindBase(root string) error {
 		if rel == "" || rel == "/ORIGIN.md" {
 			return nil
 		}
-		dst := filepath.Join(root, rel)
 		if d.IsDir() {
-			return os.MkdirAll(dst, 0o755)
+			return root.MkdirAll(inRoot(rel), 0o755)
 		}
 		data, err := kindBase.ReadFile(p)
 		if err != nil {
@@ -133,44 +133,58 @@ func writeKindBase(root string) error {
 		if strings.HasPrefix(rel, "/kind/bin/") || strings.HasPrefix(rel, "/usr/local/bin/") {
 			mode = 0o755
 		}
-		return writeFile(dst, data, mode)
+		return writeFile(root, rel, data, mode)
 	})
 }
 
-func writeFile(path string, data []byte, mode os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+// inRoot turns a node's absolute path into one relative to its root.
+func inRoot(p string) string {
+	p = strings.TrimLeft(path.Clean("/"+p), "/")
+	if p == "" {
+		return "."
 	}
-	if err := os.WriteFile(path, data, mode); err != nil {
-		return err
-	}
-	return os.Chmod(path, mode) // WriteFile keeps an existing file's mode
+	return p
 }
 
-func copyFile(src, dst string, mode os.FileMode) error {
+// writeFile writes data at the node's path p inside root, with mode,
+// making its directories.
+func writeFile(root *os.Root, p string, data []byte, mode os.FileMode) error {
+	p = inRoot(p)
+	if err := root.MkdirAll(path.Dir(p), 0o755); err != nil {
+		return err
+	}
+	if err := root.WriteFile(p, data, mode); err != nil {
+		return err
+	}
+	return root.Chmod(p, mode) // WriteFile keeps an existing file's mode
+}
+
+// copyFile copies the host's file src to the node's path dst in root.
+func copyFile(src string, root *os.Root, dst string, mode os.FileMode) error {
 	data, err := os.ReadFile(src)
 	if err != nil {
 		return err
 	}
-	return writeFile(dst, data, mode)
+	return writeFile(root, dst, data, mode)
 }
 
 // systemdSetup does what kind's Dockerfile does to systemd: only the
 // node's units start, journald does not read the kernel's log, /sbin/init
-// is systemd; then it enables and masks the units.
-func systemdSetup(root string) error {
+// is systemd; then it enables and masks the units. Paths resolve inside
+// root (Debian's /sbin and /lib are links into /usr).
+func systemdSetup(root *os.Root) error {
 	for _, g := range removedWants {
-		matches, err := filepath.Glob(filepath.Join(root, g))
+		matches, err := fs.Glob(root.FS(), g)
 		if err != nil {
 			return err
 		}
 		for _, m := range matches {
-			if err := os.Remove(m); err != nil {
+			if err := root.Remove(m); err != nil {
 				return err
 			}
 		}
 	}
-	f, err := os.OpenFile(filepath.Join(root, "etc/systemd/journald.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	f, err := root.OpenFile("etc/systemd/journald.conf", os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		return err
 	}
@@ -181,28 +195,31 @@ func systemdSetup(root string) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := replaceSymlink("/usr/lib/systemd/systemd", filepath.Join(root, "sbin/init")); err != nil {
+	if err := replaceSymlink(root, "/usr/lib/systemd/systemd", "sbin/init"); err != nil {
 		return err
 	}
 	for _, u := range enabledUnits {
-		if err := replaceSymlink("/etc/systemd/system/"+u, filepath.Join(root, "etc/systemd/system/multi-user.target.wants", u)); err != nil {
+		if err := replaceSymlink(root, "/etc/systemd/system/"+u, "etc/systemd/system/multi-user.target.wants/"+u); err != nil {
 			return err
 		}
 	}
 	for _, u := range maskedUnits {
-		if err := replaceSymlink("/dev/null", filepath.Join(root, "etc/systemd/system", u)); err != nil {
+		if err := replaceSymlink(root, "/dev/null", "etc/systemd/system/"+u); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func replaceSymlink(target, link string) error {
-	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+// replaceSymlink makes link (a path in root) a symbolic link to target
+// (a path as the node sees it).
+func replaceSymlink(root *os.Root, target, link string) error {
+	link = inRoot(link)
+	if err := root.MkdirAll(path.Dir(link), 0o755); err != nil {
 		return err
 	}
-	if err := os.Remove(link); err != nil && !os.IsNotExist(err) {
+	if err := root.Remove(link); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	return os.Symlink(target, link)
+	return root.Symlink(target, link)
 }

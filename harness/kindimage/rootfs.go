@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,61 +17,117 @@ import (
 )
 
 // rootfsRecipe versions what Debootstrap does besides debootstrap itself;
-// a change to it makes every cached root filesystem stale.
-const rootfsRecipe = "1"
+// a change to it makes every cached root filesystem stale. "2": the
+// Release file's signature is checked against a keyring (trees of recipe
+// 1 were installed unverified and are rebuilt).
+const rootfsRecipe = "2"
 
 // trimmed are removed from every root filesystem: documentation, package
 // caches and lists, which no node or image reads.
 var trimmed = []string{"usr/share/doc", "usr/share/man", "usr/share/info", "var/cache/apt", "var/lib/apt/lists", "var/cache/debconf/templates.dat-old", "var/log/bootstrap.log"}
 
-// RootfsKey names a cached root filesystem: it changes with the suite,
-// the mirror, the packages and the recipe.
-func RootfsKey(suite, mirror string, packages []string) string {
-	h := sha256.Sum256([]byte(strings.Join([]string{rootfsRecipe, suite, mirror, strings.Join(packages, ",")}, "\n")))
-	return hex.EncodeToString(h[:8])
+// Rootfs is one Debian root filesystem Debootstrap installs.
+type Rootfs struct {
+	// Name tells root filesystems apart in the work directory ("node").
+	Name string
+	// Suite and Mirror are the Debian release and archive.
+	Suite, Mirror string
+	// Keyring holds the archive keys the Release file's signature must
+	// verify with (debootstrap --keyring --force-check-gpg).
+	Keyring string
+	// Packages are installed on top of debootstrap's minbase variant.
+	Packages []string
 }
 
-// Debootstrap installs a minimal Debian with packages into a directory
+// Key names a cached root filesystem: it changes with the suite, the
+// mirror, the packages, the keyring's content and the recipe, so a tree
+// verified with other keys, or not at all, is never reused.
+func (r Rootfs) Key() (string, error) {
+	keys, err := os.ReadFile(r.Keyring)
+	if err != nil {
+		return "", fmt.Errorf("the Debian archive keyring %s: %w (install debian-archive-keyring: 'make deps-kind' does; or give --keyring)", r.Keyring, err)
+	}
+	kh := sha256.Sum256(keys)
+	h := sha256.Sum256([]byte(strings.Join([]string{rootfsRecipe, r.Suite, r.Mirror, strings.Join(r.Packages, ","), hex.EncodeToString(kh[:])}, "\n")))
+	return hex.EncodeToString(h[:8]), nil
+}
+
+// Debootstrap installs a minimal Debian with fs.Packages into a directory
 // under workDir, or returns the one a previous build left (the directory
-// is renamed into place only once complete). debootstrap's downloads are
-// kept in workDir/debs for the next root filesystem.
-func Debootstrap(ctx context.Context, r Runner, workDir, name, suite, mirror string, packages []string) (dir string, cached bool, err error) {
-	workDir, err = filepath.Abs(workDir) // debootstrap changes directory
+// is renamed into place only once complete). The Release file's
+// signature must verify with fs.Keyring; debootstrap's warnings go to
+// progress. Its downloads are kept in workDir/debs for the next root
+// filesystem. workDir must be one CheckWorkDir accepted.
+func Debootstrap(ctx context.Context, r Runner, workDir string, fs Rootfs, progress io.Writer) (dir string, cached bool, err error) {
+	key, err := fs.Key()
 	if err != nil {
 		return "", false, err
 	}
-	dir = filepath.Join(workDir, "rootfs", name+"-"+RootfsKey(suite, mirror, packages))
-	if _, err := os.Stat(filepath.Join(dir, "etc", "os-release")); err == nil {
+	rootfsDir, err := privateSubdir(workDir, "rootfs")
+	if err != nil {
+		return "", false, err
+	}
+	debs, err := privateSubdir(workDir, "debs")
+	if err != nil {
+		return "", false, err
+	}
+	dir = filepath.Join(rootfsDir, fs.Name+"-"+key)
+	if fi, err := os.Lstat(filepath.Join(dir, "etc", "os-release")); err == nil && !fi.IsDir() {
 		return dir, true, nil
-	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return "", false, err
-	}
-	debs := filepath.Join(workDir, "debs")
-	if err := os.MkdirAll(debs, 0o755); err != nil {
-		return "", false, err
 	}
 	tmp := dir + ".partial"
 	if err := removeTree(tmp); err != nil {
 		return "", false, err
 	}
-	args := []string{"--variant=minbase", "--include=" + strings.Join(packages, ","), "--cache-dir=" + debs, suite, tmp, mirror}
-	if out, err := r.Output(ctx, "debootstrap", args...); err != nil {
+	args := []string{"--variant=minbase", "--include=" + strings.Join(fs.Packages, ","), "--cache-dir=" + debs,
+		"--keyring=" + fs.Keyring, "--force-check-gpg", fs.Suite, tmp, fs.Mirror}
+	out, err := r.Output(ctx, "debootstrap", args...)
+	for _, line := range debootstrapNotes(out) {
+		fmt.Fprintf(progress, "kind-image: debootstrap %s: %s\n", fs.Name, line)
+	}
+	if err != nil {
 		_ = removeTree(tmp)
-		return "", false, fmt.Errorf("debootstrap %s (%s from %s): %w\n%s", name, suite, mirror, err, lastLines(out, 20))
+		return "", false, fmt.Errorf("debootstrap %s (%s from %s, keyring %s): %w\n%s", fs.Name, fs.Suite, fs.Mirror, fs.Keyring, err, lastLines(out, 20))
 	}
 	if err := unmountUnder(tmp); err != nil {
 		return "", false, err
 	}
-	for _, p := range trimmed {
-		if err := os.RemoveAll(filepath.Join(tmp, p)); err != nil {
-			return "", false, err
-		}
+	if err := trim(tmp); err != nil {
+		return "", false, err
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		return "", false, err
 	}
 	return dir, false, nil
+}
+
+// debootstrapNotes are the lines of debootstrap's output a user must see:
+// its warnings and errors (W:, E:) and its signature checks.
+func debootstrapNotes(out []byte) []string {
+	var notes []string
+	for _, line := range strings.Split(string(out), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "W: ") || strings.HasPrefix(line, "E: ") || strings.Contains(line, "Release signature") {
+			notes = append(notes, line)
+		}
+	}
+	return notes
+}
+
+// trim removes the trimmed paths inside dir, never following a link out
+// of it.
+func trim(dir string) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	for _, p := range trimmed {
+		if err := root.RemoveAll(p); err != nil {
+			return fmt.Errorf("trim %s: %w", filepath.Join(dir, p), err)
+		}
+	}
+	return nil
 }
 
 func lastLines(b []byte, n int) string {
