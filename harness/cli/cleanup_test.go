@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -29,7 +30,8 @@ import (
 )
 
 // runObjects creates, for run id (labels l), a Node and its Lease, a
-// namespace, a ClusterRole and a CSR; it returns a function that reports
+// namespace, a ClusterRole, a CSR, and a ConfigMap and a Deployment (as a
+// subject file's manifests would); it returns a function that reports
 // which of them still exist (a namespace being deleted counts as gone).
 func runObjects(ctx context.Context, t *testing.T, cs kubernetes.Interface, id string, l map[string]string) func() []string {
 	t.Helper()
@@ -62,6 +64,21 @@ func runObjects(ctx context.Context, t *testing.T, cs kubernetes.Interface, id s
 	if _, err := cs.CertificatesV1().CertificateSigningRequests().Create(ctx, csr, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// What a subject file's manifests would have made: objects of any
+	// kind, labelled with the run.
+	cm := &corev1.ConfigMap{ObjectMeta: meta("cm-" + id)}
+	cm.Namespace = metav1.NamespaceDefault
+	if _, err := cs.CoreV1().ConfigMaps(metav1.NamespaceDefault).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sel := map[string]string{"app": "op-" + id}
+	dep := &appsv1.Deployment{ObjectMeta: meta("op-" + id), Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](0),
+		Selector: &metav1.LabelSelector{MatchLabels: sel}, Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: sel},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "op", Image: "example.invalid/op"}}}}}}
+	dep.Namespace = metav1.NamespaceDefault
+	if _, err := cs.AppsV1().Deployments(metav1.NamespaceDefault).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	return func() []string {
 		var left []string
 		check := func(what string, err error) {
@@ -84,6 +101,10 @@ func runObjects(ctx context.Context, t *testing.T, cs kubernetes.Interface, id s
 		check("clusterrole", err)
 		_, err = cs.CertificatesV1().CertificateSigningRequests().Get(ctx, "csr-"+id, metav1.GetOptions{})
 		check("csr", err)
+		_, err = cs.CoreV1().ConfigMaps(metav1.NamespaceDefault).Get(ctx, "cm-"+id, metav1.GetOptions{})
+		check("configmap", err)
+		_, err = cs.AppsV1().Deployments(metav1.NamespaceDefault).Get(ctx, "op-"+id, metav1.GetOptions{})
+		check("deployment", err)
 		return left
 	}
 }
@@ -126,8 +147,8 @@ func TestCleanupDeletesDeadRunsOnly(t *testing.T) {
 	if code := cli.Run(ctx, []string{"cleanup", "--kubeconfig", cp.Kubeconfig(), "--dry-run"}, &out, &errb); code != cli.ExitOK {
 		t.Fatalf("cleanup --dry-run: exit %d: %s", code, errb.String())
 	}
-	if left := deadLeft(); len(left) != 5 {
-		t.Errorf("after --dry-run the dead run still has %v, want all 5 objects", left)
+	if left := deadLeft(); len(left) != 7 {
+		t.Errorf("after --dry-run the dead run still has %v, want all 7 objects", left)
 	}
 	out.Reset()
 	if code := cli.Run(ctx, []string{"cleanup", "--kubeconfig", cp.Kubeconfig()}, &out, &errb); code != cli.ExitOK {
@@ -145,8 +166,8 @@ func TestCleanupDeletesDeadRunsOnly(t *testing.T) {
 	if _, err := cs.CoordinationV1().Leases(runs.LeaseNamespace).Get(ctx, deadLease.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("dead run's lease: %v, want it deleted", err)
 	}
-	if left := liveLeft(); len(left) != 5 {
-		t.Errorf("live run's objects left %v, want all 5", left)
+	if left := liveLeft(); len(left) != 7 {
+		t.Errorf("live run's objects left %v, want all 7", left)
 	}
 	if _, err := cs.CoreV1().Nodes().Get(ctx, "real-node", metav1.GetOptions{}); err != nil {
 		t.Errorf("unlabelled node: %v", err)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/bootproof/bootproof/contract"
@@ -13,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -33,6 +36,42 @@ var Kinds = []schema.GroupVersionResource{
 	{Group: "certificates.k8s.io", Version: "v1", Resource: "certificatesigningrequests"},
 	{Version: "v1", Resource: "namespaces"},
 	{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"},
+}
+
+// Discovery lists the resources a cluster serves, in their preferred
+// versions (client-go's discovery client).
+type Discovery interface {
+	ServerPreferredResources() ([]*metav1.APIResourceList, error)
+}
+
+// servedKinds are the resources the cluster serves that a run's objects
+// may be of beyond Kinds: what a subject file's manifests create (a
+// Deployment, a ConfigMap, a custom resource, ...), labelled with the run
+// like every object a run makes. Only resources that can be listed and
+// deleted count; a group the server fails to describe (an unavailable
+// aggregated API) is left out, the others kept.
+func servedKinds(disco Discovery) ([]schema.GroupVersionResource, error) {
+	lists, err := disco.ServerPreferredResources()
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		return nil, fmt.Errorf("discover the cluster's resources: %w", err)
+	}
+	var out []schema.GroupVersionResource
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, r := range l.APIResources {
+			gvr := gv.WithResource(r.Name)
+			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") || !slices.Contains(r.Verbs, "delete") ||
+				slices.ContainsFunc(Kinds, func(k schema.GroupVersionResource) bool { return k.GroupResource() == gvr.GroupResource() }) {
+				continue
+			}
+			out = append(out, gvr)
+		}
+	}
+	slices.SortFunc(out, func(a, b schema.GroupVersionResource) int { return strings.Compare(a.String(), b.String()) })
+	return out, nil
 }
 
 // Options choose what Cleanup deletes.
@@ -98,11 +137,11 @@ func Cleanup(ctx context.Context, cfg *rest.Config, o Options, cleaners ...Clean
 	if err != nil {
 		return nil, err
 	}
-	return cleanup(ctx, cs, dyn, o, cleaners...)
+	return cleanup(ctx, cs, dyn, cs.Discovery(), o, cleaners...)
 }
 
 // cleanup is Cleanup with its clients.
-func cleanup(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, o Options, cleaners ...Cleaner) ([]Deleted, error) {
+func cleanup(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, disco Discovery, o Options, cleaners ...Cleaner) ([]Deleted, error) {
 	now := time.Now
 	if o.Now != nil {
 		now = o.Now
@@ -119,7 +158,13 @@ func cleanup(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface
 	}
 	var out []Deleted
 	var errs []error
-	for _, gvr := range Kinds {
+	// A subject's objects of any kind first, then Kinds in their order
+	// (namespaces and the CRD last).
+	kinds, err := servedKinds(disco)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, gvr := range append(kinds, Kinds...) {
 		d, err := sweep(ctx, dyn, gvr, doomed, !anyAlive, o.DryRun)
 		out = append(out, d...)
 		if err != nil {

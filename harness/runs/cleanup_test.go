@@ -41,6 +41,30 @@ func object(gvr schema.GroupVersionResource, kind, ns, name string, labels map[s
 	return u
 }
 
+// discovered answers discovery as a cluster serving Kinds, ConfigMaps
+// and Deployments (with their scale subresource) and a resource that
+// cannot be deleted would.
+type discovered []*metav1.APIResourceList
+
+func (d discovered) ServerPreferredResources() ([]*metav1.APIResourceList, error) { return d, nil }
+
+var served = discovered{
+	{GroupVersion: "v1", APIResources: []metav1.APIResource{
+		{Name: "nodes", Verbs: metav1.Verbs{"list", "delete"}},
+		{Name: "configmaps", Namespaced: true, Verbs: metav1.Verbs{"list", "delete"}},
+		{Name: "componentstatuses", Verbs: metav1.Verbs{"list", "get"}},
+	}},
+	{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{
+		{Name: "deployments", Namespaced: true, Verbs: metav1.Verbs{"list", "delete"}},
+		{Name: "deployments/scale", Namespaced: true, Verbs: metav1.Verbs{"get", "update"}},
+	}},
+}
+
+var (
+	configMaps  = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	deployments = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+)
+
 var (
 	nodes        = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
 	namespaces   = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
@@ -58,7 +82,7 @@ func cluster(t *testing.T, leases ...*coordinationv1.Lease) (*k8sfake.Clientset,
 		typed = append(typed, l)
 	}
 	listKinds := map[schema.GroupVersionResource]string{}
-	for _, gvr := range Kinds {
+	for _, gvr := range append([]schema.GroupVersionResource{configMaps, deployments}, Kinds...) {
 		listKinds[gvr] = "List"
 	}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds,
@@ -69,8 +93,13 @@ func cluster(t *testing.T, leases ...*coordinationv1.Lease) (*k8sfake.Clientset,
 		object(contract.NMCResource, contract.NMCKind, "", "node-dead", Labels("dead")),
 		object(crds, "CustomResourceDefinition", "", "nodemodulesconfigs.kmm.sigs.x-k8s.io", SharedLabels()),
 		object(clusterRoles, "ClusterRole", "", "bootproof:kmm", SharedLabels()),
+		// What subject files' manifests made, of any kind.
+		object(configMaps, "ConfigMap", "ops", "cm-dead", Labels("dead")),
+		object(deployments, "Deployment", "ops", "web-gone", Labels("gone")),
+		object(configMaps, "ConfigMap", "ops", "cm-live", Labels("live")),
 		// Nobody's: a real node, a role someone else installed, a
-		// namespace with another label.
+		// namespace with another label, a ConfigMap.
+		object(configMaps, "ConfigMap", "ops", "users", nil),
 		object(nodes, "Node", "", "worker-1", nil),
 		object(clusterRoles, "ClusterRole", "", "admin", map[string]string{"kubernetes.io/bootstrapping": "rbac-defaults"}),
 		object(namespaces, "Namespace", "", "kube-system", nil),
@@ -113,19 +142,20 @@ func TestCleanup(t *testing.T) {
 		want   []string // deleted
 	}{
 		{"dead runs' objects go; the live run's and the shared ones stay", []*coordinationv1.Lease{live, dead}, Options{Now: at(now)},
-			[]string{"namespaces/bp-dead", "nodemodulesconfigs.kmm.sigs.x-k8s.io/node-dead", "nodes/node-dead", "nodes/node-gone"}},
+			[]string{"configmaps/cm-dead", "deployments.apps/web-gone", "namespaces/bp-dead", "nodemodulesconfigs.kmm.sigs.x-k8s.io/node-dead", "nodes/node-dead", "nodes/node-gone"}},
 		{"no run alive: the shared objects go too", []*coordinationv1.Lease{live, dead}, Options{Now: at(now.Add(2 * LeaseDuration))},
-			[]string{"clusterroles.rbac.authorization.k8s.io/bootproof:kmm", "customresourcedefinitions.apiextensions.k8s.io/nodemodulesconfigs.kmm.sigs.x-k8s.io",
+			[]string{"clusterroles.rbac.authorization.k8s.io/bootproof:kmm", "configmaps/cm-dead", "configmaps/cm-live",
+				"customresourcedefinitions.apiextensions.k8s.io/nodemodulesconfigs.kmm.sigs.x-k8s.io", "deployments.apps/web-gone",
 				"namespaces/bp-dead", "nodemodulesconfigs.kmm.sigs.x-k8s.io/node-dead", "nodes/node-dead", "nodes/node-gone", "nodes/node-live"}},
 		{"a run's own end while another run lives: its objects, not the shared ones", []*coordinationv1.Lease{live, runLease("other", now)},
-			Options{Only: "live", Now: at(now)}, []string{"nodes/node-live"}},
+			Options{Only: "live", Now: at(now)}, []string{"configmaps/cm-live", "nodes/node-live"}},
 		{"a run's own end when it was the last: the shared ones too", []*coordinationv1.Lease{live},
-			Options{Only: "live", Now: at(now)}, []string{"clusterroles.rbac.authorization.k8s.io/bootproof:kmm",
+			Options{Only: "live", Now: at(now)}, []string{"clusterroles.rbac.authorization.k8s.io/bootproof:kmm", "configmaps/cm-live",
 				"customresourcedefinitions.apiextensions.k8s.io/nodemodulesconfigs.kmm.sigs.x-k8s.io", "nodes/node-live"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cs, dyn := cluster(t, tc.leases...)
-			dry, err := cleanup(ctx, cs, dyn, Options{Only: tc.o.Only, Now: tc.o.Now, DryRun: true})
+			dry, err := cleanup(ctx, cs, dyn, served, Options{Only: tc.o.Only, Now: tc.o.Now, DryRun: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,7 +165,7 @@ func TestCleanup(t *testing.T) {
 			if got := remaining(t, dyn, nodes); len(got) != 4 {
 				t.Errorf("a dry run deleted nodes: %v left", got)
 			}
-			deleted, err := cleanup(ctx, cs, dyn, tc.o)
+			deleted, err := cleanup(ctx, cs, dyn, served, tc.o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,7 +173,7 @@ func TestCleanup(t *testing.T) {
 				t.Errorf("deleted\n %v\nwant\n %v", got, tc.want)
 			}
 			// What no run labelled is never touched.
-			for gvr, want := range map[schema.GroupVersionResource]string{nodes: "worker-1", clusterRoles: "admin", namespaces: "kube-system"} {
+			for gvr, want := range map[schema.GroupVersionResource]string{nodes: "worker-1", clusterRoles: "admin", namespaces: "kube-system", configMaps: "users"} {
 				if !slices.Contains(remaining(t, dyn, gvr), want) {
 					t.Errorf("unlabelled %s %s was deleted", gvr.Resource, want)
 				}
@@ -193,7 +223,7 @@ func TestCleanupRestoresPausedDeployments(t *testing.T) {
 	cs := k8sfake.NewClientset(runLease("live", now), runLease("dead", now.Add(-2*LeaseDuration)),
 		dep("held-by-dead", "dead", 0), dep("held-by-live", "live", 0), dep("scaled-since", "dead", 5), dep("users", "", 0))
 	_, dyn := cluster(t)
-	got, err := cleanup(ctx, cs, dyn, Options{Now: func() time.Time { return now }})
+	got, err := cleanup(ctx, cs, dyn, served, Options{Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
