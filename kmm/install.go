@@ -11,6 +11,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -115,6 +116,11 @@ func RBACObjects(workerNamespaces []string, leaderElectionNamespace string) ([]*
 // Install applies the NodeModulesConfig CRD, waits until it is
 // established, and applies the RBAC manifest rendered for o, all with
 // server-side apply. cfg needs the rights to do that (cluster-admin).
+// It changes nothing it did not install: a NodeModulesConfig CRD that
+// another installer made (upstream KMM's) is used as it is when it
+// serves the versions bootproof's serves, and is an error otherwise;
+// any other object that exists and is not Install's is a
+// *ForeignObjectError.
 func Install(ctx context.Context, cfg *rest.Config, o InstallOptions) error {
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
@@ -143,8 +149,41 @@ func Install(ctx context.Context, cfg *rest.Config, o InstallOptions) error {
 	return apply(ctx, c, rbac, o.CreatedLabels)
 }
 
+// ForeignObjectError says that an object Install would apply exists and
+// was not installed by Install (it carries none of CreatedLabels and no
+// field of Install's field manager): Install changes nothing it did not
+// create.
+type ForeignObjectError struct {
+	Kind, Namespace, Name string
+}
+
+func (e *ForeignObjectError) Error() string {
+	where := e.Name
+	if e.Namespace != "" {
+		where = e.Namespace + "/" + where
+	}
+	return fmt.Sprintf("install kmm: %s %s exists and was not installed by bootproof: bootproof does not change what it did not create; delete it or run against another cluster", e.Kind, where)
+}
+
 func apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructured, created map[string]string) error {
 	for _, u := range objs {
+		cur := &unstructured.Unstructured{}
+		cur.SetGroupVersionKind(u.GroupVersionKind())
+		err := c.Get(ctx, client.ObjectKeyFromObject(u), cur)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return fmt.Errorf("install kmm: get %s %s: %w", u.GetKind(), u.GetName(), err)
+		case !installedByUs(cur, created) && u.GetKind() == "CustomResourceDefinition":
+			// Somebody's NodeModulesConfig CRD (upstream KMM's, say):
+			// never applied over, used as it is if it serves our versions.
+			if err := servesVersions(cur, u); err != nil {
+				return err
+			}
+			continue
+		case !installedByUs(cur, created):
+			return &ForeignObjectError{Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()}
+		}
 		if err := labelCreated(ctx, c, u, created); err != nil {
 			return err
 		}
@@ -154,6 +193,41 @@ func apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 				where = ns + "/" + where
 			}
 			return fmt.Errorf("install kmm: apply %s %s: %w", u.GetKind(), where, err)
+		}
+	}
+	return nil
+}
+
+// installedByUs: cur carries one of the labels an Install gives what it
+// creates, or fields of Install's field manager.
+func installedByUs(cur *unstructured.Unstructured, created map[string]string) bool {
+	for k, v := range created {
+		if cur.GetLabels()[k] == v {
+			return true
+		}
+	}
+	return slices.ContainsFunc(cur.GetManagedFields(), func(m metav1.ManagedFieldsEntry) bool { return m.Manager == fieldOwner })
+}
+
+// servesVersions checks that the existing CRD cur serves every version
+// want serves.
+func servesVersions(cur, want *unstructured.Unstructured) error {
+	served := func(u *unstructured.Unstructured) []string {
+		vs, _, _ := unstructured.NestedSlice(u.Object, "spec", "versions")
+		var out []string
+		for _, v := range vs {
+			m, _ := v.(map[string]any)
+			if name, _ := m["name"].(string); name != "" && m["served"] == true {
+				out = append(out, name)
+			}
+		}
+		return out
+	}
+	have := served(cur)
+	for _, v := range served(want) {
+		if !slices.Contains(have, v) {
+			return fmt.Errorf("install kmm: CustomResourceDefinition %s exists, was not installed by bootproof and does not serve %s (it serves %v): bootproof does not change it; install a KMM that serves %s or run against another cluster",
+				cur.GetName(), v, have, v)
 		}
 	}
 	return nil
