@@ -58,6 +58,10 @@ func InstalledRunc(self string) (string, error) {
 // a privileged probe container: it reports the capabilities the
 // container lacks and fails unless it holds every one a privileged spec
 // asks for (PrivilegedCapabilities) but those of LIST, the host's.
+// --daemon-config-merge FILE SHIM prints docker's daemon.json FILE with
+// the shim at SHIM registered as its default runtime (MergeDaemonConfig),
+// --daemon-config-unmerge FILE SHIM without it (UnmergeDaemonConfig):
+// 'make deps-kind' and its uninstall change the file with them.
 func ShimMain(args []string) int {
 	switch {
 	case len(args) == 2 && args[1] == "--missing":
@@ -69,6 +73,11 @@ func ShimMain(args []string) int {
 		return 0
 	case len(args) >= 2 && args[1] == "--self-test":
 		return selfTest(args[2:])
+	case len(args) >= 2 && (args[1] == "--daemon-config-merge" || args[1] == "--daemon-config-unmerge"):
+		if len(args) != 4 {
+			return fail(fmt.Errorf("usage: %s DAEMON_JSON SHIM_PATH", args[1]))
+		}
+		return daemonConfigMain(args[1], args[2], args[3])
 	}
 	self, err := os.Executable()
 	if err != nil {
