@@ -187,8 +187,12 @@ calibrate: controlplane build ## Measure bootproof's sensitivity and specificity
 	$(BIN_DIR)/bootproof calibrate --parallel $(PARALLEL) --repeat $(REPEAT) $(CALIBRATE_FLAGS) --report-dir $(REPORTS_DIR)/calibration
 
 .PHONY: deps-kind
-deps-kind: ## Install and start a container engine for kind (Debian/Ubuntu, as root), and where root cannot grant every capability, the runtime shim --privileged needs.
+deps-kind: ## Install and start a container engine for kind (Debian/Ubuntu, as root), and where root cannot grant every capability, the runtime shim --privileged needs (merged into /etc/docker/daemon.json, kept as found; never stops a dockerd it did not start). Again: changes nothing.
 	hack/deps-kind.sh
+
+.PHONY: deps-kind-uninstall
+deps-kind-uninstall: ## Undo 'make deps-kind' (root): daemon.json back byte for byte, the shim and probe images removed, its dockerd stopped or restarted, the packages it added removed (DEPS_KIND_UNINSTALL_FLAGS=--keep-packages keeps them).
+	hack/deps-kind.sh --uninstall $(DEPS_KIND_UNINSTALL_FLAGS)
 
 .PHONY: kind-image
 kind-image: ## Build bootproof's kind node image here, with no registry (root, docker, debootstrap); cached by its pins.
