@@ -276,10 +276,12 @@ backup_conf() {
 installed_packages() { dpkg-query -W -f '${db:Status-Abbrev}${binary:Package}\n' 2>/dev/null | awk '$1 == "ii" {print $2}' | sort -u; }
 
 install_packages() {
-  local pkgs=(debootstrap debian-archive-keyring gcc libc6-dev libseccomp-dev tar) missing=() p before
+  local pkgs=(debootstrap debian-archive-keyring gcc libc6-dev libseccomp-dev tar) missing=() p before names
   command -v dockerd >/dev/null 2>&1 || command -v podman >/dev/null 2>&1 || pkgs+=(docker.io)
   before="$(installed_packages)"
-  for p in "${pkgs[@]}"; do grep -qxF "$p" <<< "$before" || missing+=("$p"); done
+  # (dpkg names a Multi-Arch: same package with its ':arch')
+  names="$(cut -d: -f1 <<< "$before")"
+  for p in "${pkgs[@]}"; do grep -qxF "$p" <<< "$names" || missing+=("$p"); done
   [ ${#missing[@]} -gt 0 ] || return 0
   log "installing ${missing[*]}"
   apt-get update -qq

@@ -51,8 +51,11 @@ func runFake(name string, args []string) int {
 		return fakeSystemctl(st, args)
 	case "apt-get":
 		return fakeAptGet(st, args)
-	case "dpkg-query":
+	case "dpkg-query": // -W -f '${db:Status-Abbrev}${binary:Package}\n'
 		for _, p := range readLines(filepath.Join(st, "installed")) {
+			if strings.HasPrefix(p, "lib") { // Multi-Arch: same, named with its architecture
+				p += ":amd64"
+			}
 			fmt.Printf("ii %s\n", p)
 		}
 		return 0
@@ -329,7 +332,7 @@ func fakeAptGet(st string, args []string) int {
 		case a == "-s":
 			simulate = true
 		case !strings.HasPrefix(a, "-"):
-			names = append(names, a)
+			names = append(names, strings.TrimSuffix(a, ":amd64"))
 		}
 	}
 	if len(names) == 0 {
