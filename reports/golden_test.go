@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/scenarios"
 )
 
@@ -43,34 +44,34 @@ func twoNodeCase() scenarios.CaseResult {
 		}
 	}
 	add(
-		scenarios.TraceEvent{TMS: 180, Kind: scenarios.TracePod, Node: "worker-0", Pod: "kmm-worker-worker-0-dummy", Detail: "Load created"},
-		scenarios.TraceEvent{TMS: 190, Kind: scenarios.TracePod, Node: "worker-1", Pod: "kmm-worker-worker-1-dummy", Detail: "Load created"},
-		scenarios.TraceEvent{TMS: 412, Kind: scenarios.TraceLoad, Node: "worker-0", Pod: "kmm-worker-worker-0-dummy", Module: "dummy", BootID: a, Detail: "Load"},
-		scenarios.TraceEvent{TMS: 415, Kind: scenarios.TraceTruth, Node: "worker-0", BootID: a, Detail: "dummy"},
-		scenarios.TraceEvent{TMS: 433, Kind: scenarios.TraceLoad, Node: "worker-1", Pod: "kmm-worker-worker-1-dummy", Module: "dummy", BootID: c, Detail: "Load"},
-		scenarios.TraceEvent{TMS: 436, Kind: scenarios.TraceTruth, Node: "worker-1", BootID: c, Detail: "dummy"},
+		scenarios.TraceEvent{TMS: 180, Kind: scenarios.TracePod, Node: "worker-0", Pod: "kmm-worker-worker-0-dummy", WorkerAction: contract.ActionLoad, Phase: scenarios.PhaseCreated, Detail: "Load created"},
+		scenarios.TraceEvent{TMS: 190, Kind: scenarios.TracePod, Node: "worker-1", Pod: "kmm-worker-worker-1-dummy", WorkerAction: contract.ActionLoad, Phase: scenarios.PhaseCreated, Detail: "Load created"},
+		scenarios.TraceEvent{TMS: 412, Kind: scenarios.TraceLoad, Node: "worker-0", Pod: "kmm-worker-worker-0-dummy", Module: "dummy", BootID: a, WorkerAction: contract.ActionLoad, Detail: "Load"},
+		scenarios.TraceEvent{TMS: 415, Kind: scenarios.TraceTruth, Node: "worker-0", BootID: a, Modules: []string{"dummy"}, Detail: "dummy"},
+		scenarios.TraceEvent{TMS: 433, Kind: scenarios.TraceLoad, Node: "worker-1", Pod: "kmm-worker-worker-1-dummy", Module: "dummy", BootID: c, WorkerAction: contract.ActionLoad, Detail: "Load"},
+		scenarios.TraceEvent{TMS: 436, Kind: scenarios.TraceTruth, Node: "worker-1", BootID: c, Modules: []string{"dummy"}, Detail: "dummy"},
 		scenarios.TraceEvent{TMS: 500, Kind: scenarios.TraceStatus, Node: "worker-0", Module: "dummy", BootID: a, Detail: "loaded"},
-		scenarios.TraceEvent{TMS: 3000, Kind: scenarios.TraceAction, Node: "worker-0", Detail: "reboot (downtime 2.2s)"},
+		scenarios.TraceEvent{TMS: 3000, Kind: scenarios.TraceAction, Node: "worker-0", Action: scenarios.ActReboot, Phase: scenarios.PhaseStart, DowntimeMS: 2200, Detail: "reboot (downtime 2.2s)"},
 		scenarios.TraceEvent{TMS: 3000, Kind: scenarios.TraceTruth, Node: "worker-0", BootID: a},
-		scenarios.TraceEvent{TMS: 4000, Kind: scenarios.TraceAction, Node: "worker-1", Detail: "restart-kubelet (downtime 1s)"},
-		scenarios.TraceEvent{TMS: 5000, Kind: scenarios.TraceAction, Node: "worker-1", Detail: "restart-kubelet done"},
+		scenarios.TraceEvent{TMS: 4000, Kind: scenarios.TraceAction, Node: "worker-1", Action: scenarios.ActRestartKubelet, Phase: scenarios.PhaseStart, DowntimeMS: 1000, Detail: "restart-kubelet (downtime 1s)"},
+		scenarios.TraceEvent{TMS: 5000, Kind: scenarios.TraceAction, Node: "worker-1", Action: scenarios.ActRestartKubelet, Phase: scenarios.PhaseDone, Detail: "restart-kubelet done"},
 		scenarios.TraceEvent{TMS: 5200, Kind: scenarios.TraceBoot, Node: "worker-0", BootID: b},
-		scenarios.TraceEvent{TMS: 5200, Kind: scenarios.TraceAction, Node: "worker-0", Detail: "reboot done"},
+		scenarios.TraceEvent{TMS: 5200, Kind: scenarios.TraceAction, Node: "worker-0", Action: scenarios.ActReboot, Phase: scenarios.PhaseDone, Detail: "reboot done"},
 		scenarios.TraceEvent{TMS: 5200, Kind: scenarios.TraceReady, Node: "worker-0", Ready: "False"},
 		scenarios.TraceEvent{TMS: 5210, Kind: scenarios.TraceTruth, Node: "worker-0", BootID: b},
-		scenarios.TraceEvent{TMS: 5340, Kind: scenarios.TracePod, Node: "worker-0", Pod: "kmm-worker-worker-0-dummy", Detail: "Load created"},
-		scenarios.TraceEvent{TMS: 5600, Kind: scenarios.TracePod, Node: "worker-0", Pod: "kmm-worker-worker-0-dummy", Detail: "Load Failed"},
+		scenarios.TraceEvent{TMS: 5340, Kind: scenarios.TracePod, Node: "worker-0", Pod: "kmm-worker-worker-0-dummy", WorkerAction: contract.ActionLoad, Phase: scenarios.PhaseCreated, Detail: "Load created"},
+		scenarios.TraceEvent{TMS: 5600, Kind: scenarios.TracePod, Node: "worker-0", Pod: "kmm-worker-worker-0-dummy", WorkerAction: contract.ActionLoad, Phase: scenarios.PhaseFailed, Detail: "Load Failed"},
 		scenarios.TraceEvent{TMS: 5700, Kind: scenarios.TraceReady, Node: "worker-0", Ready: "True"},
-		scenarios.TraceEvent{TMS: 5900, Kind: scenarios.TracePod, Node: "worker-0", Pod: "kmm-worker-worker-0-dummy", Detail: "Load created"},
-		scenarios.TraceEvent{TMS: 6150, Kind: scenarios.TraceLoad, Node: "worker-0", Pod: "kmm-worker-worker-0-dummy", Module: "dummy", BootID: b, Detail: "Load"},
-		scenarios.TraceEvent{TMS: 6160, Kind: scenarios.TraceTruth, Node: "worker-0", BootID: b, Detail: "dummy"},
-		scenarios.TraceEvent{TMS: 9000, Kind: scenarios.TraceAction, Node: "worker-1", Detail: "network-blip (downtime 500ms)"},
-		scenarios.TraceEvent{TMS: 9500, Kind: scenarios.TraceAction, Node: "worker-1", Detail: "remove-module dummy"},
+		scenarios.TraceEvent{TMS: 5900, Kind: scenarios.TracePod, Node: "worker-0", Pod: "kmm-worker-worker-0-dummy", WorkerAction: contract.ActionLoad, Phase: scenarios.PhaseCreated, Detail: "Load created"},
+		scenarios.TraceEvent{TMS: 6150, Kind: scenarios.TraceLoad, Node: "worker-0", Pod: "kmm-worker-worker-0-dummy", Module: "dummy", BootID: b, WorkerAction: contract.ActionLoad, Detail: "Load"},
+		scenarios.TraceEvent{TMS: 6160, Kind: scenarios.TraceTruth, Node: "worker-0", BootID: b, Modules: []string{"dummy"}, Detail: "dummy"},
+		scenarios.TraceEvent{TMS: 9000, Kind: scenarios.TraceAction, Node: "worker-1", Action: scenarios.ActNetworkBlip, Phase: scenarios.PhaseStart, DowntimeMS: 500, Detail: "network-blip (downtime 500ms)"},
+		scenarios.TraceEvent{TMS: 9500, Kind: scenarios.TraceAction, Node: "worker-1", Action: scenarios.ActRemoveModule, Detail: "remove-module dummy"},
 		scenarios.TraceEvent{TMS: 10000, Kind: scenarios.TraceCluster, Detail: "kube-apiserver down"},
 		scenarios.TraceEvent{TMS: 10800, Kind: scenarios.TraceCluster, Detail: "kube-apiserver back"},
 		scenarios.TraceEvent{TMS: 11000, Kind: scenarios.TraceWatch, Detail: "pods watch failed; relisted"},
-		scenarios.TraceEvent{TMS: 12000, Kind: scenarios.TracePod, Node: "worker-1", Pod: "kmm-worker-worker-1-dummy", Detail: "Unload created"},
-		scenarios.TraceEvent{TMS: 12300, Kind: scenarios.TraceLoad, Node: "worker-1", Pod: "kmm-worker-worker-1-dummy", Module: "dummy", BootID: c, Detail: "Unload"},
+		scenarios.TraceEvent{TMS: 12000, Kind: scenarios.TracePod, Node: "worker-1", Pod: "kmm-worker-worker-1-dummy", WorkerAction: contract.ActionUnload, Phase: scenarios.PhaseCreated, Detail: "Unload created"},
+		scenarios.TraceEvent{TMS: 12300, Kind: scenarios.TraceLoad, Node: "worker-1", Pod: "kmm-worker-worker-1-dummy", Module: "dummy", BootID: c, WorkerAction: contract.ActionUnload, Detail: "Unload"},
 		scenarios.TraceEvent{TMS: 12310, Kind: scenarios.TraceTruth, Node: "worker-1", BootID: c},
 		scenarios.TraceEvent{TMS: 15000, Kind: scenarios.TraceReady, Node: "worker-1", Ready: "Unknown"},
 		scenarios.TraceEvent{TMS: 15500, Kind: scenarios.TraceBoot, Node: "worker-1", BootID: d},
@@ -106,10 +107,10 @@ func manyNodeCase() scenarios.CaseResult {
 			scenarios.TraceEvent{TMS: int64(i), Kind: scenarios.TraceReady, Node: n, Ready: "True"},
 			scenarios.TraceEvent{TMS: int64(i), Kind: scenarios.TraceBoot, Node: n, BootID: boot},
 			scenarios.TraceEvent{TMS: 100 + int64(i), Kind: scenarios.TraceHeartbeat, Node: n},
-			scenarios.TraceEvent{TMS: 200 + int64(i)*10, Kind: scenarios.TraceTruth, Node: n, BootID: boot, Detail: "dummy"},
+			scenarios.TraceEvent{TMS: 200 + int64(i)*10, Kind: scenarios.TraceTruth, Node: n, BootID: boot, Modules: []string{"dummy"}, Detail: "dummy"},
 		)
 	}
-	tr = append(tr, scenarios.TraceEvent{TMS: 700, Kind: scenarios.TraceAction, Node: "node-03", Detail: "reboot (downtime 300ms)"})
+	tr = append(tr, scenarios.TraceEvent{TMS: 700, Kind: scenarios.TraceAction, Node: "node-03", Action: scenarios.ActReboot, Phase: scenarios.PhaseStart, DowntimeMS: 300, Detail: "reboot (downtime 300ms)"})
 	return scenarios.CaseResult{
 		Scenario: "fleet-reboot", Subject: "legacy", Cluster: "kind", Nodes: "fake", NodeCount: 10,
 		Expected: "fail", ExpectedAssertions: []string{"reload"}, Observed: "fail", Verdict: "pass",

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/scenarios"
 )
 
@@ -107,7 +108,7 @@ func timelineEnd(c scenarios.CaseResult) int64 {
 		end = max(end, e.TMS)
 	}
 	for _, e := range c.Trace {
-		if e.Kind == scenarios.TraceAction && strings.Contains(e.Detail, "(downtime") {
+		if e.Disruption() {
 			end = max(end, e.TMS+c.GracePeriodMS+500)
 		}
 	}
@@ -165,7 +166,9 @@ func (l *timelineLayout) drawNode(node string, y float64) {
 	g.segments(ev.ready, laneReady, readyColor, func(e scenarios.TraceEvent) string { return "Ready=" + e.Ready })
 	g.segments(ev.boot, laneBoot, func(e scenarios.TraceEvent) string { return bootColors[ev.bootIdx[e.BootID]%len(bootColors)] },
 		func(e scenarios.TraceEvent) string { return "boot " + short(e.BootID) })
-	g.segments(ev.truth, laneTruth, truthColor, func(e scenarios.TraceEvent) string { return e.Detail + " in boot " + short(e.BootID) })
+	g.segments(ev.truth, laneTruth, truthColor, func(e scenarios.TraceEvent) string {
+		return strings.Join(e.Modules, ",") + " in boot " + short(e.BootID)
+	})
 	for _, m := range l.c.Reboots {
 		if m.Node == node && !m.Planned {
 			g.drawUnplanned(m)
@@ -212,7 +215,7 @@ func (g nodeGroup) drawEvents() laneEvents {
 			g.drawPod(e)
 		case scenarios.TraceLoad:
 			g.t.Circles = append(g.t.Circles, Circle{X: g.x(e.TMS), Y: g.laneY(laneWorkers) + tlLane/2, R: 4, Fill: "#2ca02c",
-				Title: fmt.Sprintf("%s %s of %s succeeded at %.2fs in boot %s", e.Pod, e.Detail, e.Module, sec(e.TMS), short(e.BootID))})
+				Title: fmt.Sprintf("%s %s of %s succeeded at %.2fs in boot %s", e.Pod, e.WorkerAction, e.Module, sec(e.TMS), short(e.BootID))})
 		case scenarios.TraceAction:
 			g.drawDisruption(e)
 		}
@@ -223,30 +226,31 @@ func (g nodeGroup) drawEvents() laneEvents {
 // drawPod marks a worker pod's creation (a bar) or failure (a red dot).
 func (g nodeGroup) drawPod(e scenarios.TraceEvent) {
 	fill := "#1f77b4"
-	if strings.HasPrefix(e.Detail, "Unload") {
+	if e.WorkerAction == contract.ActionUnload {
 		fill = "#7f7f7f"
 	}
 	switch {
-	case strings.HasSuffix(e.Detail, "created"):
+	case e.Phase == scenarios.PhaseCreated:
 		g.t.Rects = append(g.t.Rects, Rect{X: g.x(e.TMS) - 3, Y: g.laneY(laneWorkers) + 3, W: 6, H: tlLane - 6, Fill: fill,
 			Title: fmt.Sprintf("%s %s at %.2fs", e.Pod, e.Detail, sec(e.TMS))})
-	case strings.HasSuffix(e.Detail, "Failed"):
+	case e.Phase == scenarios.PhaseFailed:
 		g.t.Circles = append(g.t.Circles, Circle{X: g.x(e.TMS), Y: g.laneY(laneWorkers) + tlLane/2, R: 4, Fill: "#d62728",
 			Title: fmt.Sprintf("%s %s at %.2fs", e.Pod, e.Detail, sec(e.TMS))})
 	}
 }
 
 // drawDisruption shades the grace-period window after the start of a
-// reboot, kubelet restart or network blip across the node's lanes.
+// node disruption (reboot, kubelet restart, network blip, node pause)
+// across the node's lanes.
 func (g nodeGroup) drawDisruption(e scenarios.TraceEvent) {
-	if !strings.HasPrefix(e.Detail, "reboot (") && !strings.HasPrefix(e.Detail, "restart-kubelet (") && !strings.HasPrefix(e.Detail, "network-blip (") {
+	if !e.Disruption() {
 		return
 	}
 	grace := g.c.GracePeriodMS
 	g.t.Rects = append(g.t.Rects, Rect{X: g.x(e.TMS), Y: g.y, W: g.x(e.TMS+grace) - g.x(e.TMS), H: g.groupH - tlGroupGap,
 		Fill: "#ffcc00", Opacity: 0.15, Stroke: "#d4a000", Dash: "4 3",
 		Title: fmt.Sprintf("%s at %.2fs; grace period window %s", e.Detail, sec(e.TMS), FormatMS(grace))})
-	g.t.Texts = append(g.t.Texts, Text{X: g.x(e.TMS) + 2, Y: g.y + g.groupH - tlGroupGap - 2, Text: strings.SplitN(e.Detail, " (", 2)[0] + " / grace window",
+	g.t.Texts = append(g.t.Texts, Text{X: g.x(e.TMS) + 2, Y: g.y + g.groupH - tlGroupGap - 2, Text: string(e.Action) + " / grace window",
 		Size: 9, Fill: "#8a6d00"})
 }
 
@@ -284,7 +288,7 @@ func readyColor(e scenarios.TraceEvent) string {
 
 // truthColor colours the time a module is loaded; none when it is not.
 func truthColor(e scenarios.TraceEvent) string {
-	if e.Detail == "" {
+	if len(e.Modules) == 0 {
 		return ""
 	}
 	return "#1f77b4"

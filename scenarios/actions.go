@@ -61,19 +61,19 @@ func nodeActions() map[ActionKind]actionSpec {
 			fields:    []string{"on", "downtime", "stagger"},
 			check:     required("downtime", func(a Action) Duration { return a.Downtime }),
 			nodeNeeds: needNodes[nodeapi.KubeletRestarter]("restart a kubelet without a reboot"),
-			run:       disrupt("restart-kubelet", func(a Action) Duration { return a.Downtime }, nodeapi.KubeletRestarter.RestartKubelet),
+			run:       disrupt(ActRestartKubelet, func(a Action) Duration { return a.Downtime }, nodeapi.KubeletRestarter.RestartKubelet),
 		},
 		ActNetworkBlip: {
 			fields:    []string{"on", "duration", "stagger"},
 			check:     required("duration", func(a Action) Duration { return a.Duration }),
 			nodeNeeds: needNodes[nodeapi.NetworkBlipper]("cut a node off the network"),
-			run:       disrupt("network-blip", func(a Action) Duration { return a.Duration }, nodeapi.NetworkBlipper.NetworkBlip),
+			run:       disrupt(ActNetworkBlip, func(a Action) Duration { return a.Duration }, nodeapi.NetworkBlipper.NetworkBlip),
 		},
 		ActPauseNode: {
 			fields:    []string{"on", "duration", "stagger"},
 			check:     required("duration", func(a Action) Duration { return a.Duration }),
 			nodeNeeds: needNodes[nodeapi.NodePauser]("pause a node"),
-			run:       disrupt("pause-node", func(a Action) Duration { return a.Duration }, nodeapi.NodePauser.PauseNode),
+			run:       disrupt(ActPauseNode, func(a Action) Duration { return a.Duration }, nodeapi.NodePauser.PauseNode),
 		},
 	}
 }
@@ -137,6 +137,26 @@ func timelineActions() map[ActionKind]actionSpec {
 	}
 }
 
+// Disrupts reports whether an action of kind k disrupts nodes (a reboot,
+// a kubelet restart, a network blip, a node pause): its start on a node
+// opens a grace-period window (TraceEvent.Disruption).
+func (k ActionKind) Disrupts() bool {
+	_, ok := nodeActions()[k]
+	return ok
+}
+
+// DisruptionEvent is the trace event of a node disruption's start
+// (PhaseStart, with its downtime or length) or end (PhaseDone), as the
+// engine records it (its time aside).
+func DisruptionEvent(node string, kind ActionKind, phase TracePhase, downtime time.Duration) TraceEvent {
+	e := TraceEvent{Kind: TraceAction, Node: node, Action: kind, Phase: phase, Detail: string(kind) + " " + string(phase)}
+	if phase == PhaseStart {
+		e.DowntimeMS = downtime.Milliseconds()
+		e.Detail = fmt.Sprintf("%s (downtime %s)", kind, downtime)
+	}
+	return e
+}
+
 // required checks that a duration parameter is set.
 func required(field string, get func(Action) Duration) func(*Scenario, Action) string {
 	return func(_ *Scenario, a Action) string {
@@ -159,7 +179,7 @@ func needNodes[T any](what string) func(c *caseRun, a Action) error {
 
 // disrupt runs a node disruption of capability T (checked by nodeNeeds)
 // on every targeted node and waits until all are over.
-func disrupt[T any](kind string, length func(Action) Duration,
+func disrupt[T any](kind ActionKind, length func(Action) Duration,
 	f func(T, context.Context, string, time.Duration) error) func(*caseRun, context.Context, Action) error {
 	return func(c *caseRun, ctx context.Context, a Action) error {
 		capable, ok := c.nodes.(T)
@@ -210,7 +230,7 @@ func (c *caseRun) canReboot(a Action) error {
 
 func (c *caseRun) doReboot(ctx context.Context, a Action) error {
 	req := c.rebootRequest(a)
-	return c.spread(ctx, a, "reboot", req.Downtime, func(ctx context.Context, node string, d *disruption) error {
+	return c.spread(ctx, a, ActReboot, req.Downtime, func(ctx context.Context, node string, d *disruption) error {
 		out, err := c.nodes.Reboot(ctx, node, req)
 		if err == nil && out.OldBootID != "" && out.NewBootID == out.OldBootID {
 			err = fmt.Errorf("reboot (%s) returned but the boot ID is still %s", req.Mode, out.OldBootID)
@@ -243,7 +263,7 @@ func (c *caseRun) doSubject(ctx context.Context, a Action) error {
 	if !ok {
 		return &skipError{fmt.Sprintf("subject %s cannot be paused", c.subj.Name())}
 	}
-	c.obs.Action("", string(a.Kind))
+	c.obs.Action("", a.Kind, string(a.Kind))
 	switch a.Kind {
 	case ActPauseSubject:
 		return c.wrapSubject("pause", p.Pause(ctx))
@@ -265,7 +285,7 @@ func (c *caseRun) doSpec(ctx context.Context, a Action) error {
 		c.mu.Lock()
 		c.spec[n] = ApplySpecAction(c.spec[n], a)
 		c.mu.Unlock()
-		c.obs.Action(n, string(a.Kind)+" "+a.Module)
+		c.obs.Action(n, a.Kind, string(a.Kind)+" "+a.Module)
 		if err := c.writeNMC(ctx, n, false); err != nil {
 			return infra("%w", err)
 		}
@@ -283,7 +303,7 @@ func (c *caseRun) doUpdateKernel(ctx context.Context, a Action) error {
 		c.mu.Lock()
 		c.kernel[n] = kv
 		c.mu.Unlock()
-		c.obs.Action(n, "NMC kernelVersion -> "+kv)
+		c.obs.Action(n, a.Kind, "NMC kernelVersion -> "+kv)
 		if err := c.writeNMC(ctx, n, false); err != nil {
 			return infra("%w", err)
 		}
@@ -313,7 +333,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 
 // spread runs f on every targeted node, staggered, in the background;
 // with a.Wait it waits for all of them.
-func (c *caseRun) spread(ctx context.Context, a Action, kind string, downtime time.Duration,
+func (c *caseRun) spread(ctx context.Context, a Action, kind ActionKind, downtime time.Duration,
 	f func(ctx context.Context, node string, d *disruption) error) error {
 	nodes := c.targets(a.On)
 	c.waitInflight(nodes)
@@ -334,7 +354,7 @@ func (c *caseRun) spread(ctx context.Context, a Action, kind string, downtime ti
 				errs[i] = ctx.Err()
 				return
 			}
-			c.obs.Action(n, fmt.Sprintf("%s (downtime %s)", kind, downtime))
+			c.obs.Disruption(n, kind, PhaseStart, downtime)
 			c.mu.Lock()
 			d.start = time.Now()
 			c.mu.Unlock()
@@ -352,7 +372,7 @@ func (c *caseRun) spread(ctx context.Context, a Action, kind string, downtime ti
 				c.mu.Unlock()
 				return
 			}
-			c.obs.Action(n, kind+" done")
+			c.obs.Disruption(n, kind, PhaseDone, 0)
 		}()
 	}
 	if !a.Wait {
@@ -437,7 +457,7 @@ func (c *caseRun) runWait(ctx context.Context, w caseWait) error {
 	rec := c.obs.Record()
 	jr := judgeWait(c.facts(w.end), rec, w)
 	if !jr.held {
-		c.obs.Action("", fmt.Sprintf("%s did not hold within %s", w.what, w.timeout))
+		c.obs.Action("", "", fmt.Sprintf("%s did not hold within %s", w.what, w.timeout))
 		return errAborted
 	}
 	c.measureFirstLoad(jr)

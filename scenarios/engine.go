@@ -76,7 +76,7 @@ var Prerequisites = []string{AssertInitialLoad, AssertWorker}
 
 // disruption is a reboot, kubelet restart or network blip of one node.
 type disruption struct {
-	kind      string
+	kind      ActionKind
 	node      string
 	start     time.Time
 	end       time.Time
@@ -298,7 +298,7 @@ func (c *caseRun) labels() map[string]string {
 // unfinished case.
 func (c *caseRun) waitWorkersDone(ctx context.Context, timeout time.Duration) error {
 	if active := c.obs.ActiveWorkers(); len(active) > 0 {
-		c.obs.Action("", fmt.Sprintf("waiting for %d worker pod(s) to finish before judging: %s", len(active), strings.Join(active, ", ")))
+		c.obs.Action("", "", fmt.Sprintf("waiting for %d worker pod(s) to finish before judging: %s", len(active), strings.Join(active, ", ")))
 	} else {
 		return nil
 	}
@@ -311,7 +311,7 @@ func (c *caseRun) waitWorkersDone(ctx context.Context, timeout time.Duration) er
 	if err == nil || isFault(err) || ctx.Err() != nil {
 		return err // interrupted: the engine says so
 	}
-	c.obs.Action("", "not judged: "+err.Error())
+	c.obs.Action("", "", "not judged: "+err.Error())
 	return &invalidRunError{fmt.Sprintf("worker pods still active %s after the timeline (the scenario's deadline): %s; the loads they may still make cannot be counted",
 		timeout, strings.Join(c.obs.ActiveWorkers(), ", "))}
 }

@@ -147,12 +147,12 @@ func (c *caseRun) startSubject(ctx context.Context, req SubjectRequest) error {
 			return infra("%w", err)
 		}
 	}
-	c.obs.Action("", "NodeModulesConfigs created")
+	c.obs.Action("", "", "NodeModulesConfigs created")
 	var err error
 	if c.inst, err = c.subj.Start(ctx, req); err != nil {
 		return infra("start subject %s: %w", c.subj.Name(), err)
 	}
-	c.obs.Action("", "subject "+c.subj.Name()+" started")
+	c.obs.Action("", "", "subject "+c.subj.Name()+" started")
 	c.mu.Lock()
 	c.subjectAt = time.Now()
 	c.mu.Unlock()
@@ -165,7 +165,7 @@ func (c *caseRun) timeline(ctx context.Context) (aborted bool, err error) {
 	for i, a := range c.s.Actions {
 		if err := c.do(ctx, a); err != nil {
 			if errors.Is(err, errAborted) {
-				c.obs.Action("", fmt.Sprintf("timeline aborted at actions[%d] %s", i, a.Kind))
+				c.obs.Action("", "", fmt.Sprintf("timeline aborted at actions[%d] %s", i, a.Kind))
 				return true, nil
 			}
 			return false, fmt.Errorf("actions[%d] %s (line %d): %w", i, a.Kind, a.Line, err)

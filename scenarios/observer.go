@@ -152,11 +152,20 @@ func (o *Observer) recordAt(ev TraceEvent, at time.Time) {
 	o.record(ev, at)
 }
 
-// Action records one of the engine's actions in the trace.
-func (o *Observer) Action(node, detail string) {
+// Action records one of the engine's actions in the trace: the timeline
+// action it belongs to (empty for the engine's own steps) and prose.
+func (o *Observer) Action(node string, kind ActionKind, detail string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.record(TraceEvent{Kind: TraceAction, Node: node, Detail: detail}, time.Now())
+	o.record(TraceEvent{Kind: TraceAction, Node: node, Action: kind, Detail: detail}, time.Now())
+}
+
+// Disruption records the start (PhaseStart, with its downtime or
+// length) or the end (PhaseDone) of a node disruption.
+func (o *Observer) Disruption(node string, kind ActionKind, phase TracePhase, downtime time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.record(DisruptionEvent(node, kind, phase, downtime), time.Now())
 }
 
 // Changed returns a channel closed at the next observation.

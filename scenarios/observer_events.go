@@ -103,7 +103,8 @@ func (o *Observer) onLease(obj any) {
 				s.kernelLoaded[key] = at
 			}
 		}
-		o.record(TraceEvent{Kind: TraceTruth, Node: l.Name, BootID: t.BootID, Detail: strings.Join(sortedKeys(t.Modules), ",")}, now)
+		mods := sortedKeys(t.Modules)
+		o.record(TraceEvent{Kind: TraceTruth, Node: l.Name, BootID: t.BootID, Modules: mods, Detail: strings.Join(mods, ",")}, now)
 	}
 }
 
@@ -141,11 +142,12 @@ func (o *Observer) onPod(obj any) {
 	if po == nil {
 		po = &podObs{name: p.Name, node: p.Spec.NodeName, action: action, created: now, moduleName: moduleNameOf(p)}
 		o.pods[key] = po
-		o.record(TraceEvent{Kind: TracePod, Node: po.node, Pod: p.Name, Module: po.moduleName, Detail: action + " created"}, now)
+		o.record(TraceEvent{Kind: TracePod, Node: po.node, Pod: p.Name, Module: po.moduleName, WorkerAction: action, Phase: PhaseCreated, Detail: action + " created"}, now)
 	}
 	if p.Status.Phase != po.phase {
 		po.phase = p.Status.Phase
-		o.record(TraceEvent{Kind: TracePod, Node: po.node, Pod: p.Name, Module: po.moduleName, Detail: action + " " + string(p.Status.Phase)}, now)
+		o.record(TraceEvent{Kind: TracePod, Node: po.node, Pod: p.Name, Module: po.moduleName, WorkerAction: action, Phase: TracePhase(p.Status.Phase),
+			Detail: action + " " + string(p.Status.Phase)}, now)
 	}
 	if p.Status.Phase == corev1.PodRunning && !po.running {
 		po.running, po.runningAt = true, now
@@ -160,7 +162,7 @@ func (o *Observer) onPod(obj any) {
 		}
 		po.loadBoot = boot
 		o.loads = append(o.loads, load{node: po.node, moduleName: po.moduleName, action: action, boot: boot, at: now, modules: mods})
-		o.record(TraceEvent{Kind: TraceLoad, Node: po.node, Pod: p.Name, Module: po.moduleName, BootID: boot, Detail: action}, now)
+		o.record(TraceEvent{Kind: TraceLoad, Node: po.node, Pod: p.Name, Module: po.moduleName, BootID: boot, WorkerAction: action, Detail: action}, now)
 	}
 }
 
@@ -176,7 +178,8 @@ func (o *Observer) onPodDelete(obj any) {
 	defer o.mu.Unlock()
 	if po := o.pods[string(p.UID)]; po != nil && !po.deleted {
 		po.deleted = true
-		o.record(TraceEvent{Kind: TracePod, Node: po.node, Pod: p.Name, Module: po.moduleName, Detail: po.action + " deleted"}, time.Now())
+		o.record(TraceEvent{Kind: TracePod, Node: po.node, Pod: p.Name, Module: po.moduleName, WorkerAction: po.action, Phase: PhaseDeleted,
+			Detail: po.action + " deleted"}, time.Now())
 	}
 }
 

@@ -26,7 +26,7 @@ func rebootMetrics(f caseFacts, r Record) []RebootMetric {
 	var out []RebootMetric
 	planned := map[string]bool{}
 	for _, d := range f.disrupted {
-		if d.kind != "reboot" || !d.completed {
+		if d.kind != ActReboot || !d.completed {
 			continue
 		}
 		planned[d.node+"/"+d.outcome.NewBootID] = true

@@ -211,7 +211,7 @@ func wantBoot(f caseFacts, nr NodeRecord, n string, t time.Time) string {
 func rebootedInto(f caseFacts, n string, t time.Time) string {
 	boot := ""
 	for _, d := range f.disrupted {
-		if d.node == n && d.kind == "reboot" && d.completed && !d.end.After(t) {
+		if d.node == n && d.kind == ActReboot && d.completed && !d.end.After(t) {
 			boot = d.outcome.NewBootID
 		}
 	}
