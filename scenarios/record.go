@@ -9,8 +9,9 @@ import (
 
 // Record is an immutable copy of what the observer saw, taken once for a
 // judgement. The assertions and the reboot metrics are pure functions of
-// a Record and the case's facts (see judge.go): they take no lock, read
-// no informer, and are tested on records built by hand.
+// a Record and the case's facts (assertions.go, waitjudge.go, reboots.go):
+// they take no lock, read no informer, and are tested on records built by
+// hand.
 type Record struct {
 	// Nodes is each case node's history.
 	Nodes map[string]NodeRecord
