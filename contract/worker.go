@@ -1,6 +1,13 @@
 package contract
 
-import "k8s.io/apimachinery/pkg/runtime/schema"
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
 
 // The KMM worker-pod contract, written from upstream Kernel Module
 // Management's worker: the operator creates a pod with these keys, the
@@ -35,3 +42,58 @@ const NMCKind = "NodeModulesConfig"
 // its loader pods, to be a correct operator whose pods start slowly; a
 // real kubelet ignores it.
 const StartDelayAnnotation = "bootproof.io/start-delay"
+
+// WorkerTerminationMessage is what a worker writes into the worker
+// container's state.terminated.message when its action is done, as one
+// line of JSON:
+//
+//	{"bootID":"<boot id>","action":"Load","modules":["b","a"],"kernelVersion":"<uname -r>"}
+//
+// BootID is the boot in which the action ran: a reconciler reads it to
+// record the boot a module was really loaded in, rather than the boot the
+// node is in when the reconciler gets round to it. The lightweight
+// kubelet writes it, the engine's observer reads it; kmm/worker.Result is
+// the operator's own copy, pinned to this one by a round-trip test.
+type WorkerTerminationMessage struct {
+	BootID        string   `json:"bootID"`
+	Action        string   `json:"action"`
+	Modules       []string `json:"modules"`
+	KernelVersion string   `json:"kernelVersion"`
+}
+
+// String encodes the message.
+func (m WorkerTerminationMessage) String() string {
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// ParseWorkerTerminationMessage decodes a worker's termination message.
+func ParseWorkerTerminationMessage(s string) (WorkerTerminationMessage, error) {
+	var m WorkerTerminationMessage
+	if err := json.Unmarshal([]byte(strings.TrimSpace(s)), &m); err != nil {
+		return WorkerTerminationMessage{}, fmt.Errorf("parse worker termination message: %w", err)
+	}
+	return m, nil
+}
+
+// WorkerTerminated is the terminated state of a worker pod's worker
+// container, or nil while it has not terminated.
+func WorkerTerminated(p *corev1.Pod) *corev1.ContainerStateTerminated {
+	for _, s := range p.Status.ContainerStatuses {
+		if s.Name == WorkerContainerName {
+			return s.State.Terminated
+		}
+	}
+	return nil
+}
+
+// NodeReady is the status of a Node's Ready condition, "" when it has
+// none (a Node the kubelet has not reported on yet).
+func NodeReady(n *corev1.Node) corev1.ConditionStatus {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status
+		}
+	}
+	return ""
+}

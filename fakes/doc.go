@@ -60,7 +60,7 @@
 // last to first (or moduleName alone); an Unload runs modprobe -r first to
 // last. A worker whose kernelVersion differs from the running kernel fails.
 // On success the container's state.terminated.message is one line of JSON
-// (TerminationMessage):
+// (contract.WorkerTerminationMessage):
 //
 //	{"bootID":"<boot id>","action":"Load","modules":["b","a"],"kernelVersion":"<uname -r>"}
 //

@@ -438,7 +438,7 @@ func TestWorkerContract(t *testing.T) {
 		t.Errorf("modprobe calls = %v, want kmm_ci_b then kmm_ci_a", ops)
 	}
 	term := terminated(load)
-	msg, err := fakes.ParseTerminationMessage(term.Message)
+	msg, err := contract.ParseWorkerTerminationMessage(term.Message)
 	if err != nil || msg.BootID != kern.BootID() || msg.Action != contract.ActionLoad || term.ExitCode != 0 {
 		t.Errorf("termination %+v, message %+v (%v), want boot %s", term, msg, err, kern.BootID())
 	}

@@ -606,7 +606,7 @@ func TestUnitWorkerLoadsInCurrentBoot(t *testing.T) {
 	u.clock.Step(2 * time.Second)
 	p = u.waitPhase("w", corev1.PodSucceeded)
 	term := terminated(p)
-	msg, err := fakes.ParseTerminationMessage(term.Message)
+	msg, err := contract.ParseWorkerTerminationMessage(term.Message)
 	if err != nil || msg.BootID != u.kern.BootID() || msg.Action != contract.ActionLoad || !slices.Equal(msg.Modules, []string{"dummy"}) ||
 		term.ExitCode != 0 || !term.FinishedAt.Time.Equal(unitStart.Add(3*time.Second)) {
 		t.Errorf("termination %+v, message %+v (%v); want Load of dummy in boot %s, finished at +3s", term, msg, err, u.kern.BootID())
@@ -654,7 +654,7 @@ func TestUnitRunningContainerDiesWithReboot(t *testing.T) {
 	}
 	u.clock.Step(2 * time.Second)
 	p := u.waitPhase("w", corev1.PodSucceeded)
-	msg, err := fakes.ParseTerminationMessage(terminated(p).Message)
+	msg, err := contract.ParseWorkerTerminationMessage(terminated(p).Message)
 	if err != nil || msg.BootID != u.kern.BootID() || msg.BootID == oldBoot {
 		t.Errorf("termination message %+v (%v), want the new boot %s", msg, err, u.kern.BootID())
 	}

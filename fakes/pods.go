@@ -412,7 +412,7 @@ func (r *podRunner) reject(ctx context.Context, pod *corev1.Pod) {
 }
 
 // doAction applies a worker pod's action to the kernel.
-func (r *podRunner) doAction(pod *corev1.Pod, action string) (*TerminationMessage, error) {
+func (r *podRunner) doAction(pod *corev1.Pod, action string) (*contract.WorkerTerminationMessage, error) {
 	if action != contract.ActionLoad && action != contract.ActionUnload {
 		return nil, fmt.Errorf("unknown worker action %q in label %s: accepted: %s, %s", action, contract.WorkerActionLabel, contract.ActionLoad, contract.ActionUnload)
 	}
@@ -437,7 +437,7 @@ func (r *podRunner) doAction(pod *corev1.Pod, action string) (*TerminationMessag
 		}
 		r.acts.add(boot, m, action == contract.ActionLoad)
 	}
-	return &TerminationMessage{BootID: boot, Action: action, Modules: steps, KernelVersion: running}, nil
+	return &contract.WorkerTerminationMessage{BootID: boot, Action: action, Modules: steps, KernelVersion: running}, nil
 }
 
 // postPodStatus writes the pod's status from its container state.

@@ -137,12 +137,12 @@ func TestModuleConfig(t *testing.T) {
 }
 
 func TestTerminationMessageRoundTrip(t *testing.T) {
-	m := TerminationMessage{BootID: "b-1", Action: contract.ActionLoad, Modules: []string{"b", "a"}, KernelVersion: "6.1"}
+	m := contract.WorkerTerminationMessage{BootID: "b-1", Action: contract.ActionLoad, Modules: []string{"b", "a"}, KernelVersion: "6.1"}
 	s := m.String()
 	if want := `{"bootID":"b-1","action":"Load","modules":["b","a"],"kernelVersion":"6.1"}`; s != want {
 		t.Errorf("encoded = %s, want %s", s, want)
 	}
-	got, err := ParseTerminationMessage(s + "\n")
+	got, err := contract.ParseWorkerTerminationMessage(s + "\n")
 	if err != nil || got.BootID != "b-1" || !slices.Equal(got.Modules, m.Modules) {
 		t.Errorf("parsed = %+v, %v", got, err)
 	}

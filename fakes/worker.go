@@ -1,10 +1,8 @@
 package fakes
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/bootproof/bootproof/contract"
 	corev1 "k8s.io/api/core/v1"
@@ -58,36 +56,6 @@ func (c *ModuleConfig) Steps(action string) []string {
 		slices.Reverse(out)
 	}
 	return out
-}
-
-// TerminationMessage is what the simulated worker writes into the worker
-// container's state.terminated.message, as one line of JSON:
-//
-//	{"bootID":"<boot id>","action":"Load","modules":["b","a"],"kernelVersion":"<uname -r>"}
-//
-// BootID is the boot in which the action ran. A reconciler reads it to
-// record the boot a module was really loaded in, rather than the boot the
-// node is in when the reconciler gets round to it.
-type TerminationMessage struct {
-	BootID        string   `json:"bootID"`
-	Action        string   `json:"action"`
-	Modules       []string `json:"modules"`
-	KernelVersion string   `json:"kernelVersion"`
-}
-
-// String encodes the message.
-func (m TerminationMessage) String() string {
-	b, _ := json.Marshal(m)
-	return string(b)
-}
-
-// ParseTerminationMessage decodes a worker's termination message.
-func ParseTerminationMessage(s string) (*TerminationMessage, error) {
-	var m TerminationMessage
-	if err := json.Unmarshal([]byte(strings.TrimSpace(s)), &m); err != nil {
-		return nil, fmt.Errorf("parse worker termination message: %w", err)
-	}
-	return &m, nil
 }
 
 // isWorkerPod reports whether pod follows the worker contract and which

@@ -1,7 +1,14 @@
 package harness_test
 
 import (
+	"encoding/json"
+	"maps"
+	"reflect"
+	"slices"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/bootproof/bootproof/contract"
 	v1beta1 "github.com/bootproof/bootproof/kmm/api/v1beta1"
@@ -51,5 +58,47 @@ func TestContractConstants(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWorkerTerminationMessageRoundTrip pins kmm's own copy of the worker's
+// termination message (kmm/worker.Result) to the contract's: what the
+// lightweight kubelet writes, the operator reads field for field, and what
+// the operator's copy encodes, the contract decodes.
+func TestWorkerTerminationMessageRoundTrip(t *testing.T) {
+	sent := contract.WorkerTerminationMessage{BootID: "boot-1", Action: contract.ActionLoad, Modules: []string{"b", "a"}, KernelVersion: "6.1.0-bootproof"}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{contract.WorkerActionLabel: contract.ActionLoad}},
+		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: contract.WorkerContainerName,
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: sent.String()}}}}}}
+	got, ok := worker.ParseResult(pod)
+	if !ok {
+		t.Fatalf("kmm/worker.ParseResult refused the contract's message %s", sent)
+	}
+	if got.BootID != sent.BootID || string(got.Action) != sent.Action || !slices.Equal(got.Modules, sent.Modules) || got.KernelVersion != sent.KernelVersion {
+		t.Errorf("kmm read %+v from %s", got, sent)
+	}
+	if term := contract.WorkerTerminated(pod); term == nil || term.Message != sent.String() {
+		t.Errorf("contract.WorkerTerminated: %v", term)
+	}
+	data, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := contract.ParseWorkerTerminationMessage(string(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, sent) {
+		t.Errorf("kmm's encoding %s decodes to %+v, want %+v", data, back, sent)
+	}
+	// The same JSON fields on both sides.
+	fields := func(v any) []string {
+		var m map[string]any
+		b, _ := json.Marshal(v)
+		_ = json.Unmarshal(b, &m)
+		return slices.Sorted(maps.Keys(m))
+	}
+	if a, b := fields(sent), fields(got); !slices.Equal(a, b) {
+		t.Errorf("JSON fields: contract %v, kmm %v", a, b)
 	}
 }

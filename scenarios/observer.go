@@ -278,13 +278,10 @@ func (o *Observer) shutdown() {
 	}
 }
 
+// readyOf is a Node's Ready status, Unknown when it has no Ready
+// condition yet.
 func readyOf(n *corev1.Node) corev1.ConditionStatus {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status
-		}
-	}
-	return corev1.ConditionUnknown
+	return cmp.Or(contract.NodeReady(n), corev1.ConditionUnknown)
 }
 
 // NodeSnapshot is the observer's last view of one node, for messages.

@@ -1,9 +1,6 @@
 package scenarios
 
 import (
-	"encoding/json"
-	"strings"
-
 	"github.com/bootproof/bootproof/contract"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -20,21 +17,17 @@ func moduleNameOf(p *corev1.Pod) string {
 	return c.Modprobe.ModuleName
 }
 
-// terminationBoot reads the boot a worker's action ran in from the worker
-// container's termination message ({"bootID": ...}); empty when the
-// worker wrote none.
+// terminationBoot reads the boot a worker's action ran in, and the
+// modules it loaded, from the worker container's termination message
+// (contract.WorkerTerminationMessage); empty when the worker wrote none.
 func terminationBoot(p *corev1.Pod) (string, []string) {
-	for _, s := range p.Status.ContainerStatuses {
-		if s.Name != contract.WorkerContainerName || s.State.Terminated == nil {
-			continue
-		}
-		var m struct {
-			BootID  string   `json:"bootID"`
-			Modules []string `json:"modules"`
-		}
-		if json.Unmarshal([]byte(strings.TrimSpace(s.State.Terminated.Message)), &m) == nil {
-			return m.BootID, m.Modules
-		}
+	t := contract.WorkerTerminated(p)
+	if t == nil {
+		return "", nil
 	}
-	return "", nil
+	m, err := contract.ParseWorkerTerminationMessage(t.Message)
+	if err != nil {
+		return "", nil
+	}
+	return m.BootID, m.Modules
 }

@@ -21,7 +21,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/bootproof/bootproof/contract"
-	"github.com/bootproof/bootproof/fakes"
 	"github.com/bootproof/bootproof/harness/controlplane"
 	"github.com/bootproof/bootproof/vmprovision"
 	"github.com/bootproof/bootproof/vmprovision/agentapi"
@@ -244,7 +243,7 @@ func (fx *vmFixture) agentConfig(t *testing.T, node string) guest.AgentConfig {
 
 // runWorkerPod creates a KMM worker pod that loads module on node and
 // returns its termination message once it succeeded.
-func runWorkerPod(ctx context.Context, t *testing.T, admin kubernetes.Interface, node, kernelVersion, module string) *fakes.TerminationMessage {
+func runWorkerPod(ctx context.Context, t *testing.T, admin kubernetes.Interface, node, kernelVersion, module string) *contract.WorkerTerminationMessage {
 	t.Helper()
 	const ns = "vm-worker-test"
 	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -272,12 +271,12 @@ func runWorkerPod(ctx context.Context, t *testing.T, admin kubernetes.Interface,
 	for {
 		p, err := admin.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
 		if err == nil && p.Status.Phase == corev1.PodSucceeded && len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].State.Terminated != nil {
-			m, err := fakes.ParseTerminationMessage(p.Status.ContainerStatuses[0].State.Terminated.Message)
+			m, err := contract.ParseWorkerTerminationMessage(p.Status.ContainerStatuses[0].State.Terminated.Message)
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("worker pod %s succeeded: %s", pod.Name, m)
-			return m
+			return &m
 		}
 		if err == nil && p.Status.Phase == corev1.PodFailed {
 			t.Fatalf("worker pod %s failed: %+v", pod.Name, p.Status)

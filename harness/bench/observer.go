@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/bootproof/bootproof/contract"
 )
 
 // Observer watches the Nodes of one fleet, and their Leases in
@@ -72,22 +74,12 @@ func Observe(ctx context.Context, client kubernetes.Interface, match func(name s
 	return o, nil
 }
 
-// ReadyCondition is the status of a Node's Ready condition ("" without one).
-func ReadyCondition(n *corev1.Node) corev1.ConditionStatus {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status
-		}
-	}
-	return ""
-}
-
 func (o *Observer) node(old, obj any) {
 	n, ok := obj.(*corev1.Node)
 	if !ok || !o.match(n.Name) {
 		return
 	}
-	ready := ReadyCondition(n) == corev1.ConditionTrue
+	ready := contract.NodeReady(n) == corev1.ConditionTrue
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	was := o.ready[n.Name]

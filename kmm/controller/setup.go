@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kmmv1beta1 "github.com/bootproof/bootproof/kmm/api/v1beta1"
+	"github.com/bootproof/bootproof/kmm/detect"
 	"github.com/bootproof/bootproof/kmm/worker"
 )
 
@@ -194,11 +195,4 @@ func NodeChanged(old, new *corev1.Node) bool {
 	return o != nil && (o.Status != n.Status || !o.LastTransitionTime.Equal(&n.LastTransitionTime))
 }
 
-func readyOf(n *corev1.Node) *corev1.NodeCondition {
-	for i := range n.Status.Conditions {
-		if n.Status.Conditions[i].Type == corev1.NodeReady {
-			return &n.Status.Conditions[i]
-		}
-	}
-	return nil
-}
+func readyOf(n *corev1.Node) *corev1.NodeCondition { return detect.ReadyCondition(n) }

@@ -91,7 +91,7 @@ func (LegacyDetector) Rebooted(node *corev1.Node, status *kmmv1beta1.NodeModuleS
 	if ready, why := isReady(node); !ready {
 		return Verdict{Reason: why}
 	}
-	cond := readyCondition(node)
+	cond := ReadyCondition(node)
 	if status.LastTransitionTime.Before(&cond.LastTransitionTime) {
 		return Verdict{Rebooted: true, Reason: fmt.Sprintf("node became Ready at %s, after the load at %s",
 			cond.LastTransitionTime.UTC().Format("2006-01-02T15:04:05Z"), status.LastTransitionTime.UTC().Format("2006-01-02T15:04:05Z"))}
@@ -99,7 +99,10 @@ func (LegacyDetector) Rebooted(node *corev1.Node, status *kmmv1beta1.NodeModuleS
 	return Verdict{Reason: "node has not become Ready since the load"}
 }
 
-func readyCondition(node *corev1.Node) *corev1.NodeCondition {
+// ReadyCondition is a Node's Ready condition, nil when it has none yet.
+// (kmm stands alone as an operator and keeps its own copy of this lookup;
+// the harness's is contract.NodeReady.)
+func ReadyCondition(node *corev1.Node) *corev1.NodeCondition {
 	for i := range node.Status.Conditions {
 		if node.Status.Conditions[i].Type == corev1.NodeReady {
 			return &node.Status.Conditions[i]
@@ -109,7 +112,7 @@ func readyCondition(node *corev1.Node) *corev1.NodeCondition {
 }
 
 func isReady(node *corev1.Node) (bool, string) {
-	c := readyCondition(node)
+	c := ReadyCondition(node)
 	if c == nil {
 		return false, "node has no Ready condition yet"
 	}
