@@ -76,8 +76,8 @@
 //
 // After every worker action, at startup and with every renewal, the kubelet
 // publishes its kernel's state (boot ID, version, loaded modules with load
-// times) as JSON in the annotation GroundTruthAnnotation of its own Lease;
-// ReadGroundTruth decodes it. That needs no permission beyond the node's
+// times) as JSON in the annotation contract.GroundTruthAnnotation of its own Lease;
+// contract.ReadGroundTruth decodes it. That needs no permission beyond the node's
 // own identity, and no KMM operator reads Leases. Each publication is also
 // a renewal, made only while the kubelet runs: kube-controller-manager 1.37
 // (NodeControllerLeaseCircuitBreaker) takes a Lease write without a newer

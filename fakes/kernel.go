@@ -3,7 +3,8 @@ package fakes
 import (
 	"errors"
 	"fmt"
-	"time"
+
+	"github.com/bootproof/bootproof/contract"
 )
 
 // Kernel is what the lightweight kubelet needs of a kernel: its boot, its
@@ -36,11 +37,9 @@ type Rebooter interface {
 	Boot(version string) (bootID string, err error)
 }
 
-// LoadedModule is one entry of the kernel's module table.
-type LoadedModule struct {
-	Name     string    `json:"name"`
-	LoadedAt time.Time `json:"loadedAt"`
-}
+// LoadedModule is one entry of the kernel's module table, as the ground
+// truth publishes it (contract.LoadedModule).
+type LoadedModule = contract.LoadedModule
 
 // Kernel errors.
 var (

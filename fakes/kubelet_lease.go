@@ -161,7 +161,7 @@ func (l *leaseKeeper) create(ctx context.Context, now time.Time, truth string) e
 	}
 	lease := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: l.cfg.NodeName, Namespace: corev1.NamespaceNodeLease, Labels: labels,
-			Annotations: map[string]string{GroundTruthAnnotation: truth}},
+			Annotations: map[string]string{contract.GroundTruthAnnotation: truth}},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(l.cfg.NodeName),
 			LeaseDurationSeconds: ptr.To(int32(l.cfg.Timing.LeaseDuration / time.Second)),
 			RenewTime:            &metav1.MicroTime{Time: now}},
@@ -183,7 +183,7 @@ func (l *leaseKeeper) renewed(cur *coordinationv1.Lease, now time.Time, truth st
 	if lease.Annotations == nil {
 		lease.Annotations = map[string]string{}
 	}
-	lease.Annotations[GroundTruthAnnotation] = truth
+	lease.Annotations[contract.GroundTruthAnnotation] = truth
 	if renew {
 		lease.Spec.RenewTime = &metav1.MicroTime{Time: now}
 		lease.Spec.HolderIdentity = ptr.To(l.cfg.NodeName)

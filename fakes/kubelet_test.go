@@ -179,12 +179,12 @@ func eventually(t *testing.T, timeout time.Duration, what string, f func() error
 	t.Fatalf("%s: not within %s: %v", what, timeout, err)
 }
 
-func (e *env) groundTruth(ctx context.Context, node string) (*fakes.GroundTruth, error) {
+func (e *env) groundTruth(ctx context.Context, node string) (*contract.GroundTruth, error) {
 	l, err := e.admin.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
-	g, err := fakes.ReadGroundTruth(l)
+	g, err := contract.ReadGroundTruth(l)
 	if err == nil && g == nil {
 		err = fmt.Errorf("no ground truth on lease %s", node)
 	}

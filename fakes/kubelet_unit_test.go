@@ -294,7 +294,7 @@ func TestUnitStartPostsReadyWithBootID(t *testing.T) {
 	if len(l.OwnerReferences) != 1 || l.OwnerReferences[0].Kind != "Node" || l.OwnerReferences[0].Name != "n1" {
 		t.Errorf("lease owners %+v, want Node n1", l.OwnerReferences)
 	}
-	g, err := fakes.ReadGroundTruth(l)
+	g, err := contract.ReadGroundTruth(l)
 	if err != nil || g == nil || g.BootID != u.kern.BootID() || !g.PublishedAt.Equal(unitStart) {
 		t.Errorf("ground truth %+v (%v), want boot %s published at the start", g, err, u.kern.BootID())
 	}
@@ -620,7 +620,7 @@ func TestUnitWorkerLoadsInCurrentBoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g, err := fakes.ReadGroundTruth(l); err != nil || g == nil || !slices.Equal(names(g.Modules), []string{"dummy"}) {
+	if g, err := contract.ReadGroundTruth(l); err != nil || g == nil || !slices.Equal(names(g.Modules), []string{"dummy"}) {
 		t.Errorf("ground truth %+v (%v), want dummy", g, err)
 	}
 	if s := u.kl.Stats(); s.WorkerActions != 1 {
@@ -907,13 +907,13 @@ func TestUnitGroundTruthCountsLoads(t *testing.T) {
 		u.step(time.Second, 3) // started; + the action latency
 		u.clock.Step(2 * time.Second)
 		u.waitPhase(name, corev1.PodSucceeded)
-		want := []fakes.ModuleActions{{Module: "dummy", Loads: i + 1}}
+		want := []contract.ModuleActions{{Module: "dummy", Loads: i + 1}}
 		u.waitFor("ground truth with the loads counted", func() bool {
 			l, err := u.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(context.Background(), "n1", metav1.GetOptions{})
 			if err != nil {
 				return false
 			}
-			g, err := fakes.ReadGroundTruth(l)
+			g, err := contract.ReadGroundTruth(l)
 			return err == nil && g != nil && slices.Equal(g.Actions, want)
 		})
 	}

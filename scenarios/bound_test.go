@@ -277,7 +277,7 @@ func newWorld(taintedFor time.Duration) *world {
 // runWith runs s in w with subj, expected to get exp; opts change the
 // engine first.
 func runWith(w *world, s *Scenario, subj *scriptedSubject, exp Expectation, opts ...func(*Engine)) CaseResult {
-	e := &Engine{Cluster: scriptedCluster{}, Backend: scriptedBackend{w}, ReadTruth: testTruth, SettleTimeout: 5 * time.Second,
+	e := &Engine{Cluster: scriptedCluster{}, Backend: scriptedBackend{w}, SettleTimeout: 5 * time.Second,
 		clients: func() (kubernetes.Interface, dynamic.Interface, error) { return w.cs, w.dyn, nil }}
 	for _, o := range opts {
 		o(e)
@@ -394,7 +394,7 @@ func TestFirstLoadWithoutReloadWait(t *testing.T) {
 	w := &world{cs: k8sfake.NewClientset(),
 		dyn: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 			map[schema.GroupVersionResource]string{contract.NMCResource: "NodeModulesConfigList"})}
-	e := &Engine{Cluster: scriptedCluster{}, Backend: scriptedBackend{w}, ReadTruth: testTruth, SettleTimeout: 5 * time.Second,
+	e := &Engine{Cluster: scriptedCluster{}, Backend: scriptedBackend{w}, SettleTimeout: 5 * time.Second,
 		clients: func() (kubernetes.Interface, dynamic.Interface, error) { return w.cs, w.dyn, nil }}
 	deadline := 20 * time.Second
 	s := &Scenario{Name: "scripted-load-in-sleep", Nodes: 1, Modules: []Module{{Name: "dummy", ModuleName: "dummy"}}, Precondition: "recorded",

@@ -14,6 +14,7 @@ import (
 	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -22,11 +23,17 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
+// Backend is a node backend as the engine needs it: it provisions nodes
+// and reads the ground truth they publish.
+type Backend interface {
+	nodeapi.NodeBackend
+	GroundTruthReader
+}
+
 // Engine runs scenarios against a cluster, a node backend and a subject.
 type Engine struct {
-	Cluster   Cluster
-	Backend   nodeapi.NodeBackend
-	ReadTruth TruthReader
+	Cluster Cluster
+	Backend Backend
 	// MaxNodes caps a scenario's node count (0: no cap), e.g. to run
 	// reboot-storm smaller in tests.
 	MaxNodes int
@@ -364,6 +371,9 @@ type backendName string
 func (b backendName) Name() string { return string(b) }
 func (b backendName) Provision(context.Context, nodeapi.ProvisionRequest) (nodeapi.NodeSet, error) {
 	return nil, errors.New("backend " + string(b) + " provisions nothing here")
+}
+func (b backendName) ReadGroundTruth(*coordinationv1.Lease) (*contract.GroundTruth, error) {
+	return nil, errors.New("backend " + string(b) + " reads no ground truth here")
 }
 
 func (c *caseRun) checkNeeds(which func(actionSpec) func(*caseRun, Action) error) error {

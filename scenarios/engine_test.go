@@ -24,23 +24,25 @@ import (
 // backend and a subject would write) and check that every assertion can
 // fail, with the message it gives.
 
-func testTruth(l *coordinationv1.Lease) (Truth, bool, error) {
+// ReadGroundTruth reads the scripted nodes' truth: the annotation
+// "truth" of their Lease ({"boot":..., "modules":[...]}).
+func (scriptedBackend) ReadGroundTruth(l *coordinationv1.Lease) (*contract.GroundTruth, error) {
 	s, ok := l.Annotations["truth"]
 	if !ok {
-		return Truth{}, false, nil
+		return nil, nil
 	}
 	var t struct {
 		Boot    string   `json:"boot"`
 		Modules []string `json:"modules"`
 	}
 	if err := json.Unmarshal([]byte(s), &t); err != nil {
-		return Truth{}, false, err
+		return nil, err
 	}
-	out := Truth{BootID: t.Boot, Modules: map[string]time.Time{}}
+	out := &contract.GroundTruth{Node: l.Name, BootID: t.Boot}
 	for _, m := range t.Modules {
-		out.Modules[m] = time.Now()
+		out.Modules = append(out.Modules, contract.LoadedModule{Name: m, LoadedAt: time.Now()})
 	}
-	return out, true, nil
+	return out, nil
 }
 
 type script struct {
@@ -54,7 +56,7 @@ func newScript(t *testing.T, precondition string) *script {
 		Deadline: Duration{Abs: 200 * time.Millisecond, Set: true}}
 	c := &caseRun{s: sc, e: &Engine{SettleTimeout: 200 * time.Millisecond}, grace: 10 * time.Second, start: start, baseAt: start,
 		names: []string{"n0"}, spec: map[string][]Module{"n0": sc.Modules}, kernel: map[string]string{}, inflight: map[string]*sync.WaitGroup{"n0": {}}}
-	c.obs = newObserver(start, c.names, testTruth)
+	c.obs = newObserver(start, c.names, scriptedBackend{})
 	return &script{t: t, c: c}
 }
 
@@ -305,7 +307,7 @@ func TestCheckNodeCapabilities(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &caseRun{e: &Engine{Backend: namedBackend("b")}, grace: 10 * time.Second, nodes: tt.nodes,
+			c := &caseRun{e: &Engine{Backend: backendName("b")}, grace: 10 * time.Second, nodes: tt.nodes,
 				s: &Scenario{Name: "s", Actions: []Action{{Kind: ActWaitReloaded}, tt.action}}}
 			err := c.checkNodeCapabilities()
 			var skip *skipError
@@ -317,13 +319,6 @@ func TestCheckNodeCapabilities(t *testing.T) {
 			}
 		})
 	}
-}
-
-type namedBackend string
-
-func (b namedBackend) Name() string { return string(b) }
-func (b namedBackend) Provision(context.Context, nodeapi.ProvisionRequest) (nodeapi.NodeSet, error) {
-	return nil, errors.New("not provisioning")
 }
 
 // A load the subject asked for late (its pod still Pending when the

@@ -199,7 +199,7 @@ func TestCurrentBoot(t *testing.T) {
 
 // A Record is a copy: what the observer sees later does not change it.
 func TestRecordIsACopy(t *testing.T) {
-	o := newObserver(t0, []string{"n0"}, testTruth)
+	o := newObserver(t0, []string{"n0"}, scriptedBackend{})
 	node := func(ready corev1.ConditionStatus, boot string) {
 		o.onNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n0"}, Status: corev1.NodeStatus{
 			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}, NodeInfo: corev1.NodeSystemInfo{BootID: boot}}})

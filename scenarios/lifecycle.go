@@ -90,10 +90,7 @@ func (c *caseRun) setup(ctx context.Context) (SubjectRequest, error) {
 			return req, infra("prepare subject %s: %w", c.subj.Name(), err)
 		}
 	}
-	if c.e.ReadTruth == nil {
-		return req, infra("engine has no ground-truth reader")
-	}
-	c.obs = newObserver(c.start, c.names, c.e.ReadTruth)
+	c.obs = newObserver(c.start, c.names, c.e.Backend)
 	if err := c.obs.run(ctx, c.cs, c.dyn, c.selector(), c.ns); err != nil {
 		return req, infra("%w", err)
 	}

@@ -42,9 +42,29 @@ type ActionCount struct {
 	Loads, Unloads int
 }
 
-// TruthReader decodes the ground truth a node published on its Lease;
-// ok is false when there is none yet.
-type TruthReader func(*coordinationv1.Lease) (t Truth, ok bool, err error)
+// GroundTruthReader is the capability of a node backend whose nodes
+// publish their kernel's ground truth on their Leases (the lightweight
+// kubelet, simulated or in a VM, does: contract.GroundTruthAnnotation).
+type GroundTruthReader interface {
+	// ReadGroundTruth decodes what a node published on its Lease; nil
+	// when it has published nothing yet.
+	ReadGroundTruth(*coordinationv1.Lease) (*contract.GroundTruth, error)
+}
+
+// truthOf is the observer's form of a published ground truth.
+func truthOf(g *contract.GroundTruth) Truth {
+	t := Truth{BootID: g.BootID, KernelVersion: g.KernelVersion, Modules: make(map[string]time.Time, len(g.Modules))}
+	for _, m := range g.Modules {
+		t.Modules[m.Name] = m.LoadedAt
+	}
+	if len(g.Actions) > 0 {
+		t.Actions = make(map[string]ActionCount, len(g.Actions))
+		for _, a := range g.Actions {
+			t.Actions[a.Module] = ActionCount{Loads: a.Loads, Unloads: a.Unloads}
+		}
+	}
+	return t
+}
 
 // StatusEntry is one NodeModulesConfig status entry.
 type StatusEntry struct {
@@ -107,7 +127,7 @@ type nodeObs struct {
 type Observer struct {
 	start   time.Time
 	nodes   map[string]bool
-	readTr  TruthReader
+	readTr  GroundTruthReader
 	mu      sync.Mutex
 	trace   []TraceEvent
 	state   map[string]*nodeObs
@@ -123,7 +143,7 @@ type Observer struct {
 	stopFns    []func()
 }
 
-func newObserver(start time.Time, nodeNames []string, readTruth TruthReader) *Observer {
+func newObserver(start time.Time, nodeNames []string, readTruth GroundTruthReader) *Observer {
 	o := &Observer{start: start, nodes: map[string]bool{}, readTr: readTruth, state: map[string]*nodeObs{},
 		pods: map[string]*podObs{}, changed: make(chan struct{})}
 	for _, n := range nodeNames {

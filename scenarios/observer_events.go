@@ -63,7 +63,12 @@ func (o *Observer) onLease(obj any) {
 		return
 	}
 	now := time.Now()
-	t, has, err := o.readTr(l)
+	g, err := o.readTr.ReadGroundTruth(l)
+	var t Truth
+	has := g != nil
+	if has {
+		t = truthOf(g)
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	s := o.state[l.Name]

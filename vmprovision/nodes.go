@@ -15,9 +15,11 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/vmprovision/agentapi"
 	"github.com/bootproof/bootproof/vmprovision/guest"
@@ -114,6 +116,13 @@ func (b *Backend) addTimeline(t BootTimeline) {
 
 // Name implements nodeapi.NodeBackend.
 func (b *Backend) Name() string { return "libvirt" }
+
+// ReadGroundTruth decodes the ground truth a VM's kubelet (the guest's
+// lightweight kubelet, over its real kernel) published on its Lease; nil
+// when none yet.
+func (b *Backend) ReadGroundTruth(l *coordinationv1.Lease) (*contract.GroundTruth, error) {
+	return contract.ReadGroundTruth(l)
+}
 
 // vmNode is one running VM node.
 type vmNode struct {

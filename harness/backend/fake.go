@@ -8,11 +8,13 @@ import (
 	"sync"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/fakes"
 	"github.com/bootproof/bootproof/harness/cluster"
 	"github.com/bootproof/bootproof/harness/runs"
@@ -38,6 +40,12 @@ type Fake struct {
 
 // Name implements nodeapi.NodeBackend.
 func (f *Fake) Name() string { return "fake" }
+
+// ReadGroundTruth implements scenarios.GroundTruthReader: the simulated
+// kubelet publishes its kernel's state on its Lease.
+func (f *Fake) ReadGroundTruth(l *coordinationv1.Lease) (*contract.GroundTruth, error) {
+	return contract.ReadGroundTruth(l)
+}
 
 func (f *Fake) fleetClient(ctx context.Context) (kubernetes.Interface, error) {
 	iss := cluster.IssuerOf(f.Cluster)

@@ -22,7 +22,6 @@ import (
 	"github.com/bootproof/bootproof/harness/controlplane"
 	"github.com/bootproof/bootproof/harness/runner"
 	"github.com/bootproof/bootproof/harness/subject"
-	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/reports"
 	"github.com/bootproof/bootproof/scenarios"
 )
@@ -397,7 +396,7 @@ func describeBinaries(b controlplane.Binaries) string {
 
 // startNodes returns the node backend --nodes names; VM nodes are
 // prepared here (kernel, image, accelerator) and recorded in env.
-func (rc *runContext) startNodes(ctx context.Context, cl scenarios.Cluster, dir string, env map[string]string) (nodeapi.NodeBackend, error) {
+func (rc *runContext) startNodes(ctx context.Context, cl scenarios.Cluster, dir string, env map[string]string) (scenarios.Backend, error) {
 	if rc.o.nodes != "libvirt" {
 		return &backend.Fake{Cluster: cl}, nil
 	}

@@ -5,13 +5,9 @@ import (
 	"context"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/go-logr/logr"
-	coordinationv1 "k8s.io/api/coordination/v1"
 
-	"github.com/bootproof/bootproof/fakes"
-	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/scenarios"
 )
 
@@ -24,7 +20,7 @@ type Progress interface {
 // Config is one run.
 type Config struct {
 	Cluster   scenarios.Cluster
-	Backend   nodeapi.NodeBackend
+	Backend   scenarios.Backend
 	Subjects  []scenarios.Subject
 	Scenarios []*scenarios.Scenario
 	// Parallel is how many cases run at once; default 1.
@@ -49,29 +45,9 @@ type Config struct {
 	RunID string
 }
 
-// ReadTruth decodes the ground truth the lightweight kubelet (simulated
-// or in a VM) publishes on its Lease.
-func ReadTruth(l *coordinationv1.Lease) (scenarios.Truth, bool, error) {
-	g, err := fakes.ReadGroundTruth(l)
-	if err != nil || g == nil {
-		return scenarios.Truth{}, false, err
-	}
-	t := scenarios.Truth{BootID: g.BootID, KernelVersion: g.KernelVersion, Modules: map[string]time.Time{}}
-	for _, m := range g.Modules {
-		t.Modules[m.Name] = m.LoadedAt
-	}
-	if len(g.Actions) > 0 {
-		t.Actions = make(map[string]scenarios.ActionCount, len(g.Actions))
-		for _, a := range g.Actions {
-			t.Actions[a.Module] = scenarios.ActionCount{Loads: a.Loads, Unloads: a.Unloads}
-		}
-	}
-	return t, true, nil
-}
-
 // Engine returns the scenario engine for cfg.
 func Engine(cfg Config) *scenarios.Engine {
-	return &scenarios.Engine{Cluster: cfg.Cluster, Backend: cfg.Backend, ReadTruth: ReadTruth, MaxNodes: cfg.MaxNodes, RunID: cfg.RunID}
+	return &scenarios.Engine{Cluster: cfg.Cluster, Backend: cfg.Backend, MaxNodes: cfg.MaxNodes, RunID: cfg.RunID}
 }
 
 // ClusterWide is the optional capability of a subject that acts on the

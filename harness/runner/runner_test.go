@@ -10,8 +10,10 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/scenarios"
 )
@@ -31,6 +33,9 @@ type noBackend struct{}
 func (noBackend) Name() string { return "none" }
 func (noBackend) Provision(context.Context, nodeapi.ProvisionRequest) (nodeapi.NodeSet, error) {
 	return nil, context.Canceled
+}
+func (noBackend) ReadGroundTruth(*coordinationv1.Lease) (*contract.GroundTruth, error) {
+	return nil, nil
 }
 
 // Run joins the goroutines it starts: when it returns, its cluster

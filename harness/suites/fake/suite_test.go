@@ -21,7 +21,6 @@ import (
 	"github.com/bootproof/bootproof/harness/controlplane/cptest"
 	"github.com/bootproof/bootproof/harness/runner"
 	"github.com/bootproof/bootproof/harness/subject"
-	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/reports"
 	"github.com/bootproof/bootproof/scenarios"
 )
@@ -56,7 +55,7 @@ var (
 	// cl is the control plane as this process reaches it, nodes the
 	// simulated-node backend on it.
 	cl    scenarios.Cluster
-	nodes nodeapi.NodeBackend
+	nodes scenarios.Backend
 )
 
 func init() {

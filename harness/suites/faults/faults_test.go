@@ -192,7 +192,7 @@ func trigger(ctx context.Context, t *testing.T, rc *rest.Config, on string, inje
 }
 
 // runCase runs s with subj and the fault inject fires on.
-func runCase(t *testing.T, cl scenarios.Cluster, be nodeapi.NodeBackend, s *scenarios.Scenario, subj scenarios.Subject,
+func runCase(t *testing.T, cl scenarios.Cluster, be scenarios.Backend, s *scenarios.Scenario, subj scenarios.Subject,
 	on string, inject func(node string)) scenarios.CaseResult {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -362,7 +362,7 @@ func TestUnplannedReboot(t *testing.T) {
 	for _, name := range inProcess {
 		t.Run(name, func(t *testing.T) {
 			e := startCluster(t, controlplane.Config{})
-			be := &capture{NodeBackend: &backend.Fake{Cluster: e}}
+			be := &capture{Backend: &backend.Fake{Cluster: e}}
 			subj, _ := subject.New(name, e)
 			c := runCase(t, e, be, scenario(t, "fault-no-reboot"), subj, "ready", func(node string) {
 				go func() {
@@ -381,13 +381,13 @@ func TestUnplannedReboot(t *testing.T) {
 
 // capture is a node backend that keeps the last node set it provisioned.
 type capture struct {
-	nodeapi.NodeBackend
+	scenarios.Backend
 	mu   sync.Mutex
 	last nodeapi.NodeSet
 }
 
 func (c *capture) Provision(ctx context.Context, req nodeapi.ProvisionRequest) (nodeapi.NodeSet, error) {
-	ns, err := c.NodeBackend.Provision(ctx, req)
+	ns, err := c.Backend.Provision(ctx, req)
 	c.mu.Lock()
 	c.last = ns
 	c.mu.Unlock()
