@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	kmmv1beta1 "github.com/bootproof/bootproof/kmm/api/v1beta1"
-	"github.com/bootproof/bootproof/kmm/detect"
 	"github.com/bootproof/bootproof/kmm/variant"
 	"github.com/bootproof/bootproof/kmm/worker"
 )
@@ -99,9 +98,9 @@ func (r *Reconciler) processOrphan(ctx context.Context, p *pending, status *kmmv
 		log.V(1).Info("calibration variant: module removed from the spec; ignoring it", "bootID", bootID)
 		return
 	}
-	// A bootid verdict on an entry without a recorded boot only means "not
-	// known to be loaded in this boot"; unload it rather than guess.
-	if v := r.Detector.Rebooted(p.node, status); v.Rebooted && (r.Detector.Name() != detect.BootID || status.BootID != "") {
+	// A verdict on an entry without a recorded boot only means "not known
+	// to be loaded in this boot"; unload it rather than guess.
+	if v := r.Detector.Rebooted(p.node, status); v.Rebooted && !v.Unrecorded {
 		removeStatus(p.nmc, status.Namespace, status.Name)
 		log.Info("spec removed and node rebooted since the load; dropping the status without unloading",
 			"bootID", bootID, "oldBootID", status.BootID, "why", v.Reason)

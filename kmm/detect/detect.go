@@ -26,6 +26,11 @@ type Verdict struct {
 	Rebooted bool
 	// Reason says why, for logs and events.
 	Reason string
+	// Unrecorded: the status entry records no boot for the load, so
+	// Rebooted only means "not known to be loaded in this boot" (a
+	// detector that tracks boots says so; one that does not never
+	// does).
+	Unrecorded bool
 }
 
 // Detector decides whether node rebooted since the load recorded in
@@ -71,7 +76,7 @@ func (BootIDDetector) Rebooted(node *corev1.Node, status *kmmv1beta1.NodeModuleS
 	case current == "":
 		return Verdict{Reason: "node reports no boot ID; cannot tell a reboot"}
 	case status.BootID == "":
-		return Verdict{Rebooted: true, Reason: fmt.Sprintf("no boot recorded for the load; node is in boot %s", current)}
+		return Verdict{Rebooted: true, Unrecorded: true, Reason: fmt.Sprintf("no boot recorded for the load; node is in boot %s", current)}
 	case current != status.BootID:
 		return Verdict{Rebooted: true, Reason: fmt.Sprintf("node boot ID changed from %s to %s", status.BootID, current)}
 	}

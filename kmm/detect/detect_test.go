@@ -124,6 +124,11 @@ func TestDetectors(t *testing.T) {
 				if v.Reason == "" {
 					t.Errorf("%s: empty reason", d.det.Name())
 				}
+				// Only a boot-tracking verdict on an entry without a
+				// recorded boot is unrecorded.
+				if want := d.det.Name() == detect.BootID && v.Rebooted && tc.status.BootID == ""; v.Unrecorded != want {
+					t.Errorf("%s: Unrecorded = %v, want %v", d.det.Name(), v.Unrecorded, want)
+				}
 				if d.det.Name() == detect.BootID && !strings.Contains(v.Reason, tc.reasonBootID) {
 					t.Errorf("bootid: reason %q does not contain %q", v.Reason, tc.reasonBootID)
 				}
