@@ -45,11 +45,9 @@ BIN_DIR="$bin_dir" tools/kindnode/build.sh
 # it), not the version kubeadm asks for: its image is tagged for it and the
 # image's label tells bootproof's kind clusters to run it.
 etcd_version="$(awk '$1 == "require" && $2 == "go.etcd.io/etcd/server/v3" {print $3}' tools/controlplane/etcd/go.mod)"
+# --prune: this checkout's older images are superseded, and go with their
+# layers; images of other checkouts (or built by hand) are never touched.
 "$bin_dir/kindnode/bootproof" kind build-node-image --bin-dir "$bin_dir/kindnode" --tag "$tag" --etcd-version "${etcd_version#v}" \
-  --label "dev.bootproof.checkout=$checkout"
-# This checkout's older images are superseded; their layers go with them.
-# Images of other checkouts (or built by hand) are never touched.
-docker image ls --filter "label=dev.bootproof.checkout=$checkout" --format '{{.Repository}}:{{.Tag}}' bootproof/kind-node |
-  grep -vxF "$tag" | xargs -r docker rmi >/dev/null 2>&1 || true
+  --label "dev.bootproof.checkout=$checkout" --prune
 echo "kind-image: built $tag in $((SECONDS - start))s ($(docker image inspect -f '{{.Size}}' "$tag" | awk '{printf "%.0f MB", $1/1e6}'))"
 echo "$tag" >&3

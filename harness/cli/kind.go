@@ -57,6 +57,7 @@ when the pins under tools/ changed.`,
 	f.StringVar(&c.Mirror, "mirror", "", "Debian archive debootstrap installs from (default http://deb.debian.org/debian)")
 	f.StringVar(&c.Keyring, "keyring", "", "the archive keys the Debian Release file's signature must verify with (default "+kindimage.DebianKeyring+", package debian-archive-keyring)")
 	f.StringToStringVar(&c.Labels, "label", nil, "KEY=VALUE labels of the node image (repeatable); 'make kind-image' sets dev.bootproof.checkout")
+	f.BoolVar(&c.Prune, "prune", false, "after the build, remove older images of the tag's repository that carry every --label (what this checkout built before); needs --label")
 	f.StringVar(&c.EtcdVersion, "etcd-version", "", "the version of the etcd in --bin-dir (e.g. 3.6.16) where it is not the one kubeadm asks for: its image gets that tag, and clusters of the node image run it (default: kubeadm's)")
 	return cmd
 }
@@ -92,7 +93,7 @@ from it with imagePullPolicy: Never. The executable must be statically linked
 }
 
 var (
-	kindImageFlags     = map[string]string{"BinDir": "--bin-dir", "Tag": "--tag", "WorkDir": "--work-dir", "Suite": "--suite", "Mirror": "--mirror", "Keyring": "--keyring", "Labels": "--label", "EtcdVersion": "--etcd-version"}
+	kindImageFlags     = map[string]string{"BinDir": "--bin-dir", "Tag": "--tag", "WorkDir": "--work-dir", "Suite": "--suite", "Mirror": "--mirror", "Keyring": "--keyring", "Labels": "--label", "Prune": "--prune", "EtcdVersion": "--etcd-version"}
 	operatorImageFlags = map[string]string{"Ref": "--tag", "Out": "--out", "Executable": "--executable"}
 )
 

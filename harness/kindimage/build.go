@@ -206,9 +206,48 @@ func (b *builder) assemble(ctx context.Context, nodeRoot string, plan []PlannedI
 		return err
 	}
 	defer func() { _, _ = b.r.Output(context.WithoutCancel(ctx), b.cfg.Docker, "rmi", intermediate) }()
-	return b.step("import the images into the node's containerd and commit "+b.cfg.Tag, func() (bool, error) {
+	if err := b.step("import the images into the node's containerd and commit "+b.cfg.Tag, func() (bool, error) {
 		return false, b.loadAndCommit(ctx, intermediate, plan, archives)
+	}); err != nil {
+		return err
+	}
+	if !b.cfg.Prune {
+		return nil
+	}
+	return b.step("remove the images this build supersedes", func() (bool, error) {
+		b.pruneSuperseded(ctx)
+		return false, nil
 	})
+}
+
+// pruneSuperseded removes the images of Tag's repository that carry
+// every label of Labels and are not Tag. An image it cannot remove (a
+// container still uses it) stays, with a line saying why: the build
+// itself succeeded.
+func (b *builder) pruneSuperseded(ctx context.Context) {
+	repo := b.cfg.Tag
+	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+		repo = repo[:i]
+	}
+	args := []string{"image", "ls", "--format", "{{.Repository}}:{{.Tag}}"}
+	for _, k := range slices.Sorted(maps.Keys(b.cfg.Labels)) {
+		args = append(args, "--filter", "label="+k+"="+b.cfg.Labels[k])
+	}
+	out, err := b.r.Output(ctx, b.cfg.Docker, append(args, repo)...)
+	if err != nil {
+		fmt.Fprintf(b.cfg.Progress, "kind-image: not pruning: list %s's images: %v: %s\n", repo, err, lastLines(out, 3))
+		return
+	}
+	for _, img := range strings.Fields(string(out)) {
+		if img == b.cfg.Tag || !strings.HasPrefix(img, repo+":") {
+			continue
+		}
+		if out, err := b.r.Output(ctx, b.cfg.Docker, "rmi", img); err != nil {
+			fmt.Fprintf(b.cfg.Progress, "kind-image: %s stays: %v: %s\n", img, err, lastLines(out, 3))
+			continue
+		}
+		fmt.Fprintf(b.cfg.Progress, "kind-image: removed %s, which %s supersedes\n", img, b.cfg.Tag)
+	}
 }
 
 func (b *builder) stage(ctx context.Context, nodeRoot, staging string, plan []PlannedImage) error {

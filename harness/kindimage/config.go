@@ -57,6 +57,12 @@ type Config struct {
 	// it builds with its checkout (dev.bootproof.checkout), and prunes
 	// only superseded images of that checkout.
 	Labels map[string]string
+	// Prune, after a successful build, removes the images of Tag's
+	// repository that carry every one of Labels (with the same values)
+	// and are not Tag: what this checkout built before. Images without
+	// them (another checkout's, built by hand) are never touched. It
+	// needs Labels.
+	Prune bool
 	// PodSubnet is the node's pod range, written into its CNI
 	// configuration; default 10.244.0.0/24, the first node range of kind's
 	// default pod subnet (10.244.0.0/16) on a one-node cluster.
@@ -111,6 +117,9 @@ func (c *Config) Validate() error {
 			errs = append(errs, contract.NewInputError("Labels", k+"="+c.Labels[k],
 				"accepted: KEY=VALUE, the key of letters, digits and . _ - /, the value without spaces or quotes", nil))
 		}
+	}
+	if c.Prune && len(c.Labels) == 0 {
+		errs = append(errs, contract.NewInputError("Prune", "true", "needs Labels: it removes only older images carrying them (e.g. dev.bootproof.checkout=<hash>)", nil))
 	}
 	if c.BinDir == "" {
 		errs = append(errs, contract.NewInputError("BinDir", "", "required: the binaries of tools/kindnode/build.sh (bin/kindnode)", nil))

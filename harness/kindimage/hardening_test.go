@@ -361,3 +361,73 @@ func TestConfigLabels(t *testing.T) {
 		}
 	}
 }
+
+// dockerRunner plays docker for pruning and importing: it records each
+// command and answers 'image ls' with images.
+type dockerRunner struct {
+	cmds   [][]string
+	images string
+	rmiErr map[string]bool
+}
+
+func (r *dockerRunner) Output(_ context.Context, name string, args ...string) ([]byte, error) {
+	r.cmds = append(r.cmds, append([]string{name}, args...))
+	switch {
+	case len(args) > 1 && args[0] == "image" && args[1] == "ls":
+		return []byte(r.images), nil
+	case len(args) > 1 && args[0] == "rmi" && r.rmiErr[args[1]]:
+		return []byte("conflict: image is being used by a running container"), errors.New("exit status 1")
+	}
+	return nil, nil
+}
+
+func (r *dockerRunner) Pipe(ctx context.Context, _ io.Reader, name string, args ...string) ([]byte, error) {
+	return r.Output(ctx, name, args...)
+}
+
+// TestPruneOnlyThisCheckoutsImages: pruning asks docker for the images of
+// the tag's repository carrying the checkout's label, removes those but
+// the new one, and a removal docker refuses leaves the build successful.
+func TestPruneOnlyThisCheckoutsImages(t *testing.T) {
+	r := &dockerRunner{images: "bootproof/kind-node:v1-new\nbootproof/kind-node:v1-old\nbootproof/kind-node:v1-inuse\n",
+		rmiErr: map[string]bool{"bootproof/kind-node:v1-inuse": true}}
+	var progress bytes.Buffer
+	b := &builder{cfg: Config{Tag: "bootproof/kind-node:v1-new", Docker: "docker", Prune: true, Progress: &progress,
+		Labels: map[string]string{"dev.bootproof.checkout": "abc123"}}, r: r}
+	b.pruneSuperseded(context.Background())
+	want := [][]string{
+		{"docker", "image", "ls", "--format", "{{.Repository}}:{{.Tag}}", "--filter", "label=dev.bootproof.checkout=abc123", "bootproof/kind-node"},
+		{"docker", "rmi", "bootproof/kind-node:v1-old"},
+		{"docker", "rmi", "bootproof/kind-node:v1-inuse"},
+	}
+	if !slices.EqualFunc(r.cmds, want, slices.Equal) {
+		t.Errorf("ran\n %q\nwant\n %q", r.cmds, want)
+	}
+	if !strings.Contains(progress.String(), "bootproof/kind-node:v1-inuse stays") {
+		t.Errorf("a refused removal is not reported: %s", progress.String())
+	}
+	c := Config{BinDir: t.TempDir(), Tag: "bootproof/kind-node:x", Prune: true}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "needs Labels") {
+		t.Errorf("Prune without labels: %v", err)
+	}
+}
+
+// TestImportRunsNoShell: the node's filesystem is imported with no shell
+// on the host, so a path with shell syntax in it is never run.
+func TestImportRunsNoShell(t *testing.T) {
+	staging := filepath.Join(t.TempDir(), "staging-$(touch pwned)")
+	mustMkdir(t, staging)
+	r := &dockerRunner{}
+	b := &builder{cfg: Config{Docker: "docker"}, r: r}
+	if err := b.importStaging(context.Background(), staging, "img"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range r.cmds {
+		if c[0] == "bash" || c[0] == "sh" || slices.Contains(c, "-c") {
+			t.Errorf("a shell ran on the host: %q", c)
+		}
+	}
+	if len(r.cmds) != 2 || !slices.Contains(r.cmds[0], staging) || r.cmds[1][0] != "docker" || r.cmds[1][1] != "import" {
+		t.Errorf("ran %q, want tar of %s then docker import", r.cmds, staging)
+	}
+}
