@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/nodeapi"
 	"go.yaml.in/yaml/v3"
 )
@@ -41,6 +42,10 @@ type Scenario struct {
 
 	// Source is the file the scenario came from.
 	Source string `yaml:"-"`
+	// Warnings are what Decode found deprecated in the file (no
+	// apiVersion and kind): each names the file and says what to change.
+	// A command prints them on stderr.
+	Warnings []string `yaml:"-"`
 }
 
 // Module is a kernel module in a node's NodeModulesConfig.
@@ -119,19 +124,24 @@ type Startup struct {
 	NotReadyFor Duration
 }
 
-// Decode reads one scenario from YAML, strictly: unknown fields, wrong
-// types and impossible values are errors naming file, line and field.
+// Decode reads one scenario file from YAML, strictly: unknown fields,
+// wrong types and impossible values are errors naming file, line and
+// field. The file opens with apiVersion (contract.APIVersions) and kind
+// Scenario; one without both is read with a deprecation warning in
+// Scenario.Warnings (see DecodeVersioned).
 func Decode(file string, data []byte) (*Scenario, error) {
 	var raw struct {
+		Header   `yaml:",inline"`
 		Scenario `yaml:",inline"`
 		Actions  []yaml.Node `yaml:"actions"`
 	}
-	doc, err := DecodeStrict(file, data, &raw)
+	doc, warnings, err := DecodeVersioned(file, data, contract.KindScenario, &raw)
 	if err != nil {
 		return nil, err
 	}
 	s := raw.Scenario
 	s.Source = file
+	s.Warnings = warnings
 	for i := range raw.Actions {
 		a, err := decodeAction(&raw.Actions[i])
 		if err != nil {

@@ -19,6 +19,12 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	}
+	// Both forms of the file (with apiVersion and kind, and the
+	// deprecated one without), and the headers refused.
+	for _, header := range []string{"apiVersion: bootproof.dev/v1alpha1\nkind: Scenario\n", "", "apiVersion: bootproof.dev/v9\nkind: Scenario\n",
+		"apiVersion: bootproof.dev/v1alpha1\nkind: Subject\n", "kind: Scenario\n", "apiVersion: bootproof.dev/v1alpha1\n"} {
+		f.Add([]byte(header + scenarioBody))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Decode("fuzz.yaml", data)
 		if err != nil {
@@ -29,6 +35,11 @@ func FuzzDecode(f *testing.F) {
 		}
 		if s == nil || s.Name == "" {
 			t.Fatalf("accepted a scenario without a name: %+v", s)
+		}
+		for _, w := range s.Warnings {
+			if !strings.HasPrefix(w, "fuzz.yaml: ") {
+				t.Fatalf("warning does not name the file: %s", w)
+			}
 		}
 	})
 }

@@ -43,6 +43,18 @@ func (e *FieldError) Error() string {
 // document are errors naming file, line and field (a *FieldError). It returns the document's
 // node, for the lines of later validation errors (see FieldLine).
 func DecodeStrict(file string, data []byte, v any) (*yaml.Node, error) {
+	doc, err := parseDocument(file, data)
+	if err != nil {
+		return nil, err
+	}
+	if err := decodeInto(file, data, doc, v); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
+// parseDocument returns the node of data's first YAML document.
+func parseDocument(file string, data []byte) (*yaml.Node, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, wrapYAML(file, err)
@@ -50,7 +62,12 @@ func DecodeStrict(file string, data []byte, v any) (*yaml.Node, error) {
 	if len(root.Content) == 0 {
 		return nil, &FieldError{File: file, Msg: "empty document"}
 	}
-	doc := root.Content[0]
+	return root.Content[0], nil
+}
+
+// decodeInto decodes data, whose first document is doc, into v strictly
+// (see DecodeStrict).
+func decodeInto(file string, data []byte, doc *yaml.Node, v any) error {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(v); err != nil {
@@ -66,17 +83,17 @@ func DecodeStrict(file string, data []byte, v any) (*yaml.Node, error) {
 				fe.Field = p
 			}
 		}
-		return nil, err
+		return err
 	}
 	var next yaml.Node
 	switch err := dec.Decode(&next); {
 	case errors.Is(err, io.EOF):
 	case err != nil:
-		return nil, wrapYAML(file, err)
+		return wrapYAML(file, err)
 	default:
-		return nil, &FieldError{File: file, Line: max(next.Line, 1), Msg: "a second YAML document (after ---): a file holds one document; put each in a file of its own"}
+		return &FieldError{File: file, Line: max(next.Line, 1), Msg: "a second YAML document (after ---): a file holds one document; put each in a file of its own"}
 	}
-	return doc, nil
+	return nil
 }
 
 // FieldLine returns the line of the mapping key at path (e.g. "exec",

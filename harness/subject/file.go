@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/scenarios"
 )
 
@@ -53,8 +54,12 @@ type File struct {
 	Calibration *Calibration `yaml:"calibration"`
 
 	// Path is the file the subject came from.
-	Path   string        `yaml:"-"`
-	expect []expectEntry `yaml:"-"`
+	Path string `yaml:"-"`
+	// Warnings are what DecodeFile found deprecated in the file (no
+	// apiVersion and kind): each names the file and says what to change.
+	// A command prints them on stderr.
+	Warnings []string      `yaml:"-"`
+	expect   []expectEntry `yaml:"-"`
 }
 
 // ExecSpec is an operator process the harness starts once per run, with
@@ -149,15 +154,22 @@ func ReadFile(p string, lookup Lookup) (*File, error) {
 
 // DecodeFile decodes a subject file strictly: unknown fields, wrong types
 // and impossible values are *scenarios.FieldError naming the file, line
-// and field. ${NAME} references are resolved with lookup, and every path
-// is checked to exist.
+// and field. The file opens with apiVersion (contract.APIVersions) and
+// kind Subject; one without both is read with a deprecation warning in
+// File.Warnings (see scenarios.DecodeVersioned). ${NAME} references are
+// resolved with lookup, and every path is checked to exist.
 func DecodeFile(p string, data []byte, lookup Lookup) (*File, error) {
-	f := &File{}
-	doc, err := scenarios.DecodeStrict(p, data, f)
+	var raw struct {
+		scenarios.Header `yaml:",inline"`
+		File             `yaml:",inline"`
+	}
+	doc, warnings, err := scenarios.DecodeVersioned(p, data, contract.KindSubject, &raw)
 	if err != nil {
 		return nil, err
 	}
+	f := &raw.File
 	f.Path = p
+	f.Warnings = warnings
 	if err := f.validate(doc, lookup); err != nil {
 		err.File = p
 		return nil, err

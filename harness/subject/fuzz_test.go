@@ -20,6 +20,12 @@ func FuzzDecodeFile(f *testing.F) {
 			}
 		}
 	}
+	// Both forms of the file (with apiVersion and kind, and the
+	// deprecated one without), and the headers refused.
+	for _, header := range []string{"apiVersion: bootproof.dev/v1alpha1\nkind: Subject\n", "", "apiVersion: bootproof.dev/v9\nkind: Subject\n",
+		"apiVersion: bootproof.dev/v1alpha1\nkind: Scenario\n", "kind: Subject\n", "apiVersion: bootproof.dev/v1alpha1\n"} {
+		f.Add([]byte(header + subjectBody))
+	}
 	dir := f.TempDir()
 	p := filepath.Join(dir, "subject.yaml")
 	lookup := func(name string) (string, bool) {
@@ -44,6 +50,11 @@ func FuzzDecodeFile(f *testing.F) {
 		}
 		if file.Exec != nil && file.Deployment != nil {
 			t.Fatalf("accepted a subject both exec and deployment: %+v", file)
+		}
+		for _, w := range file.Warnings {
+			if !strings.HasPrefix(w, p+": ") {
+				t.Fatalf("warning does not name the file: %s", w)
+			}
 		}
 	})
 }
