@@ -150,7 +150,7 @@ func newActionEnv(t *testing.T) *actionEnv {
 	if err := os.WriteFile(e.stub, []byte(stubBootproof), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(e.work, "hack", "subject.yaml"), []byte("name: my-operator\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(e.work, "hack", "subject.yaml"), []byte("apiVersion: bootproof.dev/v1alpha1\nkind: Subject\nname: my-operator\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	e.env = append(os.Environ(), "BIN_DIR="+e.bin, "STUB_ARGS="+e.args, "GITHUB_OUTPUT="+e.out, "GITHUB_STEP_SUMMARY="+e.sum,

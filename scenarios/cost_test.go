@@ -11,7 +11,7 @@ func TestCostOrdersLongestFirst(t *testing.T) {
 	const grace = 10 * time.Second
 	dec := func(name, actions string, nodes int) *Scenario {
 		t.Helper()
-		s, err := Decode(name+".yaml", []byte("name: "+name+"\nnodes: "+strconv.Itoa(nodes)+"\nmodules: [{name: dummy}]\nexpect: {bootid: pass}\nactions:\n"+actions))
+		s, err := Decode(name+".yaml", []byte("apiVersion: bootproof.dev/v1alpha1\nkind: Scenario\nname: "+name+"\nnodes: "+strconv.Itoa(nodes)+"\nmodules: [{name: dummy}]\nexpect: {bootid: pass}\nactions:\n"+actions))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,7 +16,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 
 // A scenario without reloadBound gets the default, shown as such.
 func TestReloadBoundDefault(t *testing.T) {
-	s, err := Decode("d.yaml", []byte("name: d\nnodes: 1\nmodules: [{name: dummy}]\nexpect: {bootid: pass}\nactions:\n  - wait-reloaded: {}\n"))
+	s, err := Decode("d.yaml", []byte("apiVersion: bootproof.dev/v1alpha1\nkind: Scenario\nname: d\nnodes: 1\nmodules: [{name: dummy}]\nexpect: {bootid: pass}\nactions:\n  - wait-reloaded: {}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,5 +180,19 @@ func TestCatalog(t *testing.T) {
 	}
 	if _, err := Select(all, []string{"nope"}, nil); err == nil || !strings.Contains(err.Error(), "fast-reboot-0.1g") {
 		t.Errorf("Select of an unknown name: %v", err)
+	}
+}
+
+// Every catalog scenario is in the current format: none loads with a
+// warning.
+func TestCatalogVersioned(t *testing.T) {
+	all, err := Catalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range all {
+		if len(s.Warnings) > 0 {
+			t.Error(strings.Join(s.Warnings, "; "))
+		}
 	}
 }

@@ -30,7 +30,9 @@ func calibrationDir(t *testing.T, moreSees string) string {
 	if err := os.WriteFile(filepath.Join(dir, "slow-reconcile.yaml"), slow, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	noReload := `name: cal-no-reload
+	noReload := `apiVersion: bootproof.dev/v1alpha1
+kind: Subject
+name: cal-no-reload
 exec: {command: ["${BOOTPROOF}", kmm, --variant=no-reload]}
 calibration:
   variant: no-reload

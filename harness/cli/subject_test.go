@@ -182,7 +182,9 @@ func TestSubjectExitingMidCaseIsAnError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := writeFile(t, "crasher.yaml", `name: crasher
+	f := writeFile(t, "crasher.yaml", `apiVersion: bootproof.dev/v1alpha1
+kind: Subject
+name: crasher
 exec:
   command: [sh, -c, 'echo "operator starting"; sleep 4; echo "panic: simulated crash in reconcile" >&2; exit 3']
 crds: [`+crd+`]
@@ -219,7 +221,9 @@ func TestSubjectWithoutBootIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := writeFile(t, "old-kmm.yaml", `name: kmm-before-boot-ids
+	f := writeFile(t, "old-kmm.yaml", `apiVersion: bootproof.dev/v1alpha1
+kind: Subject
+name: kmm-before-boot-ids
 exec:
   command: ["${BOOTPROOF}", kmm, --detector=legacy, --leader-elect=false]
 crds: [`+crd+`]

@@ -33,7 +33,7 @@ func BenchmarkLibvirtReboot(b *testing.B) {
 	}
 	cptest.RequireBinaries(b)
 	const reboots = 5
-	yaml := "name: bench-vm-reset\nnodes: 1\nmodules: [{name: dummy}]\ntiming: fast\nprecondition: fast\ndeadline: 120s\nexpect: {bootid: pass}\nactions:\n  - wait-reloaded: {}\n"
+	yaml := "apiVersion: bootproof.dev/v1alpha1\nkind: Scenario\nname: bench-vm-reset\nnodes: 1\nmodules: [{name: dummy}]\ntiming: fast\nprecondition: fast\ndeadline: 120s\nexpect: {bootid: pass}\nactions:\n  - wait-reloaded: {}\n"
 	for range reboots {
 		yaml += "  - reboot: {downtime: 0s}\n  - wait-reloaded: {}\n"
 	}

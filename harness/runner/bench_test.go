@@ -59,7 +59,7 @@ func BenchmarkReloadLatency(b *testing.B) {
 	// The first loads' results are recorded and their pods released in
 	// the settling sleep, before the first reboot opens the window in
 	// which API writes are counted per reload.
-	yaml := fmt.Sprintf("name: bench-fast-reboot-0.5g\nnodes: %d\nmodules: [{name: dummy}]\ntiming: fast\n%sprecondition: fast\ndeadline: 120s\nexpect: {bootid: pass}\nactions:\n  - wait-reloaded: {}\n  - sleep: {duration: %s}\n",
+	yaml := fmt.Sprintf("apiVersion: bootproof.dev/v1alpha1\nkind: Scenario\nname: bench-fast-reboot-0.5g\nnodes: %d\nmodules: [{name: dummy}]\ntiming: fast\n%sprecondition: fast\ndeadline: 120s\nexpect: {bootid: pass}\nactions:\n  - wait-reloaded: {}\n  - sleep: {duration: %s}\n",
 		nodes, podLatency, settleBeforeReboots)
 	for range reboots {
 		yaml += "  - reboot: {downtime: 0.5g}\n  - wait-reloaded: {}\n"

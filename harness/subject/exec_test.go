@@ -236,7 +236,7 @@ func TestInProcessPanicIsReported(t *testing.T) {
 func TestExecLogHidesExpandedValues(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "op.yaml")
-	if err := os.WriteFile(p, []byte("name: op\nexec:\n  command:\n    - sh\n    - -c\n    - exec sleep 600\n    - --token=${OP_TOKEN}\n  stopTimeout: 5s\n"), 0o644); err != nil {
+	if err := os.WriteFile(p, []byte("apiVersion: bootproof.dev/v1alpha1\nkind: Subject\nname: op\nexec:\n  command:\n    - sh\n    - -c\n    - exec sleep 600\n    - --token=${OP_TOKEN}\n  stopTimeout: 5s\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	f, err := ReadFile(p, func(name string) (string, bool) {

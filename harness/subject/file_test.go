@@ -95,11 +95,11 @@ func TestDecodeFileExec(t *testing.T) {
 	tests := []struct {
 		scenario, want, source string
 	}{
-		{"fast-reboot-0.5g", "pass", ":10"}, // an exact name beats an earlier glob
-		{"fast-reboot-0.1g", "fail:reload", ":9"},
-		{"network-blip-no-reboot", "fail:no-extra-work,consistency", ":11"},
-		{"slow-reboot-3g", "fail", ":12"}, // the first glob that matches
-		{"reboot-during-load", "fail", ":12"},
+		{"fast-reboot-0.5g", "pass", ":12"}, // an exact name beats an earlier glob
+		{"fast-reboot-0.1g", "fail:reload", ":11"},
+		{"network-blip-no-reboot", "fail:no-extra-work,consistency", ":13"},
+		{"slow-reboot-3g", "fail", ":14"}, // the first glob that matches
+		{"reboot-during-load", "fail", ":14"},
 		{"module-removed-while-down", "pass", "no expect entry matches"},
 	}
 	for _, tc := range tests {
