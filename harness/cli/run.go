@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -142,7 +143,7 @@ fault), an interrupted run, or an infrastructure fault outside the cases.`,
 // they are all accepted), start the cluster, the subjects and the node
 // backend, run the cases and write the reports.
 func runRun(ctx context.Context, s Streams, o runOptions) error {
-	p, err := o.validate()
+	p, err := o.validate(s.Err)
 	if err != nil {
 		return err
 	}
@@ -160,14 +161,16 @@ type runPlan struct {
 }
 
 // validate checks every flag and completes the defaults that depend on
-// others; errors are usage errors naming the flag.
-func (o *runOptions) validate() (runPlan, error) {
+// others; errors are usage errors naming the flag. The input files'
+// warnings go to stderr.
+func (o *runOptions) validate(stderr io.Writer) (runPlan, error) {
 	var p runPlan
 	var err error
-	if p.scenarios, err = selectScenarios(o.scenarios, o.labels, o.scenarioFiles); err != nil {
+	warn := newFileWarnings(stderr)
+	if p.scenarios, err = selectScenarios(o.scenarios, o.labels, o.scenarioFiles, warn); err != nil {
 		return p, err
 	}
-	if p.subjectFiles, err = readSubjectFiles(o.subjectFiles); err != nil {
+	if p.subjectFiles, err = readSubjectFiles(o.subjectFiles, warn); err != nil {
 		return p, err
 	}
 	if o.calibrate != nil {
@@ -470,11 +473,12 @@ scenarios, and those of the subjects --subject-file files describe.`,
 			if err != nil {
 				return failure(err)
 			}
-			fromFiles, err := readScenarioFiles(scenarioFiles, all)
+			warn := newFileWarnings(s.Err)
+			fromFiles, err := readScenarioFiles(scenarioFiles, all, warn)
 			if err != nil {
 				return err
 			}
-			files, err := readSubjectFiles(subjectFiles)
+			files, err := readSubjectFiles(subjectFiles, warn)
 			if err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,12 +18,12 @@ import (
 // scenario files that the names or globs and the labels select. Without
 // names or labels: the files' scenarios when files are given, else the
 // whole catalog.
-func selectScenarios(names, labels, files []string) ([]*scenarios.Scenario, error) {
+func selectScenarios(names, labels, files []string, warn *fileWarnings) ([]*scenarios.Scenario, error) {
 	all, err := scenarios.Catalog()
 	if err != nil {
 		return nil, failure(fmt.Errorf("embedded catalog: %w", err))
 	}
-	fromFiles, err := readScenarioFiles(files, all)
+	fromFiles, err := readScenarioFiles(files, all, warn)
 	if err != nil {
 		return nil, err
 	}
@@ -39,9 +40,34 @@ func selectScenarios(names, labels, files []string) ([]*scenarios.Scenario, erro
 	return selected, nil
 }
 
-// readScenarioFiles decodes --scenario-file files; a name that a catalog
-// scenario or another file has already is an error.
-func readScenarioFiles(paths []string, catalog []*scenarios.Scenario) ([]*scenarios.Scenario, error) {
+// fileWarnings prints the warnings of the scenario and subject files a
+// command reads (a file without apiVersion and kind) on stderr, once per
+// file: never on stdout, where they would break what a script reads.
+type fileWarnings struct {
+	w       io.Writer
+	printed map[string]bool
+}
+
+func newFileWarnings(stderr io.Writer) *fileWarnings {
+	return &fileWarnings{w: stderr, printed: map[string]bool{}}
+}
+
+// print writes the warnings of the file at path, unless they were
+// printed already.
+func (fw *fileWarnings) print(path string, warnings []string) {
+	if len(warnings) == 0 || fw.printed[filepath.Clean(path)] {
+		return
+	}
+	fw.printed[filepath.Clean(path)] = true
+	for _, w := range warnings {
+		fmt.Fprintf(fw.w, "%s: warning: %s\n", programName, w)
+	}
+}
+
+// readScenarioFiles decodes --scenario-file files, printing their
+// warnings; a name that a catalog scenario or another file has already is
+// an error.
+func readScenarioFiles(paths []string, catalog []*scenarios.Scenario, warn *fileWarnings) ([]*scenarios.Scenario, error) {
 	var out []*scenarios.Scenario
 	for _, path := range paths {
 		data, err := scenarios.ReadInputFile(path, scenarios.MaxInputFileSize)
@@ -52,6 +78,7 @@ func readScenarioFiles(paths []string, catalog []*scenarios.Scenario) ([]*scenar
 		if err != nil {
 			return nil, withCode(ExitUsage, fmt.Errorf("--scenario-file: %w", err))
 		}
+		warn.print(path, sc.Warnings)
 		for _, other := range append(slices.Clone(catalog), out...) {
 			if other.Name == sc.Name {
 				return nil, withCode(ExitUsage, fmt.Errorf("--scenario-file %s: scenario name %q is taken by %s: rename it", path, sc.Name, other.Source))
@@ -62,15 +89,17 @@ func readScenarioFiles(paths []string, catalog []*scenarios.Scenario) ([]*scenar
 	return out, nil
 }
 
-// readSubjectFiles decodes --subject-file files; their names must differ
-// (from the built-in subjects' too, which decoding checks).
-func readSubjectFiles(paths []string) ([]*subject.File, error) {
+// readSubjectFiles decodes --subject-file files, printing their
+// warnings; their names must differ (from the built-in subjects' too,
+// which decoding checks).
+func readSubjectFiles(paths []string, warn *fileWarnings) ([]*subject.File, error) {
 	var out []*subject.File
 	for _, path := range paths {
 		f, err := subject.ReadFile(path, subject.EnvLookup)
 		if err != nil {
 			return nil, withCode(ExitUsage, fmt.Errorf("--subject-file: %w", err))
 		}
+		warn.print(path, f.Warnings)
 		for _, other := range out {
 			if other.Name == f.Name {
 				return nil, withCode(ExitUsage, fmt.Errorf("--subject-file %s: subject name %q is taken by %s: rename it", path, f.Name, other.Path))

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"io"
 	"slices"
 	"testing"
 
@@ -32,7 +33,7 @@ func TestSelectScenariosSeesFiles(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := selectScenarios(tc.globs, tc.labels, tc.files)
+			got, err := selectScenarios(tc.globs, tc.labels, tc.files, newFileWarnings(io.Discard))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -41,7 +42,7 @@ func TestSelectScenariosSeesFiles(t *testing.T) {
 			}
 		})
 	}
-	if _, err := selectScenarios([]string{"example-full"}, nil, nil); err == nil {
+	if _, err := selectScenarios([]string{"example-full"}, nil, nil, newFileWarnings(io.Discard)); err == nil {
 		t.Error("a file's scenario was selected without its file")
 	}
 }
