@@ -1,9 +1,12 @@
 package subject
 
 import (
+	"bufio"
+	"bytes"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -161,5 +164,55 @@ func TestRepositoryFilesVersioned(t *testing.T) {
 	// The walk found the catalog and the examples.
 	if seen[contract.KindScenario] < 21 || seen[contract.KindSubject] < 20 {
 		t.Errorf("found %d scenario and %d subject files: the walk missed the catalog or the examples", seen[contract.KindScenario], seen[contract.KindSubject])
+	}
+}
+
+var fencedYAML = regexp.MustCompile("(?s)```ya?ml\n(.*?)```")
+
+// TestDocsSnippetsVersioned: every scenario or subject file shown in
+// README.md or docs/*.md opens with apiVersion and carries its kind; a
+// scenario shown decodes with no warning.
+func TestDocsSnippetsVersioned(t *testing.T) {
+	docs, _ := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
+	docs = append(docs, filepath.Join(repoRoot, "README.md"))
+	found := 0
+	for _, p := range docs {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range fencedYAML.FindAllSubmatchIndex(data, -1) {
+			snippet := data[m[2]:m[3]]
+			line := 1 + bytes.Count(data[:m[2]], []byte("\n"))
+			var doc yaml.Node
+			if err := yaml.Unmarshal(snippet, &doc); err != nil || len(doc.Content) == 0 {
+				continue
+			}
+			kind := formatOf(doc.Content[0])
+			if kind == "" {
+				continue
+			}
+			found++
+			first := ""
+			if sc := bufio.NewScanner(bytes.NewReader(snippet)); sc.Scan() {
+				first = sc.Text()
+			}
+			if !strings.HasPrefix(first, "apiVersion: "+contract.CurrentAPIVersion) {
+				t.Errorf("%s:%d: a %s snippet does not open with \"apiVersion: %s\"", p, line, kind.FileType(), contract.CurrentAPIVersion)
+			}
+			if !bytes.Contains(snippet, []byte("\nkind: "+string(kind))) {
+				t.Errorf("%s:%d: a %s snippet lacks \"kind: %s\"", p, line, kind.FileType(), kind)
+			}
+			// A scenario shown is one that runs (a subject file shown
+			// names paths that exist only in the reader's project).
+			if kind == contract.KindScenario {
+				if s, err := scenarios.Decode(p, snippet); err != nil || len(s.Warnings) > 0 {
+					t.Errorf("%s:%d: the scenario shown does not decode cleanly: %v", p, line, err)
+				}
+			}
+		}
+	}
+	if found == 0 {
+		t.Error("no subject or scenario file shown in README.md or docs/*.md")
 	}
 }
