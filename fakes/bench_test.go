@@ -16,6 +16,7 @@ import (
 	"github.com/bootproof/bootproof/harness/bench"
 	"github.com/bootproof/bootproof/harness/controlplane"
 	"github.com/bootproof/bootproof/harness/controlplane/cptest"
+	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/reports"
 )
 
@@ -119,7 +120,7 @@ func soakFleet(b *testing.B, n int, soak time.Duration) (map[string]reports.Dist
 	registration := time.Since(regStart)
 
 	// Count every Ready transition away from True, from the watch.
-	obs, err := bench.Observe(ctx, admin, func(string) bool { return true }, fakes.TimingProfiles[fakes.TimingKubeletDefaults].RenewInterval)
+	obs, err := bench.Observe(ctx, admin, func(string) bool { return true }, fakes.TimingProfiles[nodeapi.TimingKubeletDefaults].RenewInterval)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
+
+	"github.com/bootproof/bootproof/nodeapi"
 )
 
 // Defaults for the node the kubelet registers.
@@ -74,7 +76,7 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("kubelet %s: no kernel", c.NodeName)
 	}
 	if c.Timing == (Timing{}) {
-		c.Timing = TimingProfiles[TimingKubeletDefaults]
+		c.Timing = TimingProfiles[nodeapi.TimingKubeletDefaults]
 	}
 	if err := c.Timing.Validate(); err != nil {
 		return fmt.Errorf("kubelet %s: %w", c.NodeName, err)

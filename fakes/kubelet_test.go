@@ -19,6 +19,7 @@ import (
 	"github.com/bootproof/bootproof/fakes"
 	"github.com/bootproof/bootproof/harness/controlplane"
 	"github.com/bootproof/bootproof/harness/controlplane/cptest"
+	"github.com/bootproof/bootproof/nodeapi"
 )
 
 const (
@@ -79,7 +80,7 @@ func (e *env) startKubelet(ctx context.Context, name string) (*fakes.Kubelet, *r
 	}
 	kern := &recordingKernel{SimKernel: sim}
 	kl, err := fakes.New(fakes.Config{NodeName: name, Client: kubernetes.NewForConfigOrDie(creds.RESTConfig),
-		Kernel: kern, Timing: fakes.TimingProfiles[fakes.TimingFast]})
+		Kernel: kern, Timing: fakes.TimingProfiles[nodeapi.TimingFast]})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -533,7 +534,7 @@ func TestFleet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fleet, err := fakes.NewFleet(fakes.FleetConfig{Count: 3, Prefix: "f-", Timing: fakes.TimingProfiles[fakes.TimingFast],
+	fleet, err := fakes.NewFleet(fakes.FleetConfig{Count: 3, Prefix: "f-", Timing: fakes.TimingProfiles[nodeapi.TimingFast],
 		Client: kubernetes.NewForConfigOrDie(fc.RESTConfig),
 		NodeClient: func(name string) (kubernetes.Interface, error) {
 			c, err := e.cp.NodeCredentials(name)

@@ -25,6 +25,7 @@ import (
 
 	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/fakes"
+	"github.com/bootproof/bootproof/nodeapi"
 )
 
 // The unit tests below run the kubelet against a fake clientset on a fake
@@ -41,7 +42,7 @@ var unitStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // renew and status every 10s, report every 5m, pod start 1s, worker
 // action 2s.
 func unitTiming() fakes.Timing {
-	t := fakes.TimingProfiles[fakes.TimingKubeletDefaults]
+	t := fakes.TimingProfiles[nodeapi.TimingKubeletDefaults]
 	t.RenewJitter = 0
 	t.ActionLatency = 2 * time.Second
 	return t

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bootproof/bootproof/contract"
+	"github.com/bootproof/bootproof/nodeapi"
 )
 
 func names(mods []LoadedModule) []string {
@@ -149,11 +150,11 @@ func TestTerminationMessageRoundTrip(t *testing.T) {
 }
 
 func TestTimingProfiles(t *testing.T) {
-	def, err := TimingProfile(TimingKubeletDefaults)
+	def, err := TimingProfile(nodeapi.TimingKubeletDefaults)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fast, err := TimingProfile(TimingFast)
+	fast, err := TimingProfile(nodeapi.TimingFast)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package fakes
 import (
 	"fmt"
 	"time"
+
+	"github.com/bootproof/bootproof/nodeapi"
 )
 
 // Timing is the lightweight kubelet's clockwork. The kubelet-defaults
@@ -29,15 +31,9 @@ type Timing struct {
 	ActionLatency time.Duration
 }
 
-// Timing profile names.
-const (
-	TimingKubeletDefaults = "kubelet-defaults"
-	TimingFast            = "fast"
-)
-
-// TimingProfiles are the named profiles.
-var TimingProfiles = map[string]Timing{
-	TimingKubeletDefaults: {
+// TimingProfiles are the named profiles (nodeapi.TimingProfiles).
+var TimingProfiles = map[nodeapi.TimingProfile]Timing{
+	nodeapi.TimingKubeletDefaults: {
 		LeaseDuration:   40 * time.Second,
 		RenewInterval:   10 * time.Second,
 		RenewJitter:     0.04,
@@ -47,7 +43,7 @@ var TimingProfiles = map[string]Timing{
 		ActionLatency:   500 * time.Millisecond,
 	},
 	// fast is kubelet-defaults about 5x quicker, for tests.
-	TimingFast: {
+	nodeapi.TimingFast: {
 		LeaseDuration:   8 * time.Second,
 		RenewInterval:   2 * time.Second,
 		RenewJitter:     0.04,
@@ -60,10 +56,10 @@ var TimingProfiles = map[string]Timing{
 
 // TimingProfile returns the named profile, or an error naming the accepted
 // names.
-func TimingProfile(name string) (Timing, error) {
+func TimingProfile(name nodeapi.TimingProfile) (Timing, error) {
 	t, ok := TimingProfiles[name]
 	if !ok {
-		return Timing{}, fmt.Errorf("unknown timing profile %q: accepted: %s, %s", name, TimingKubeletDefaults, TimingFast)
+		return Timing{}, fmt.Errorf("unknown timing profile %q: accepted: %s", name, nodeapi.JoinTimingProfiles(nodeapi.TimingProfiles()))
 	}
 	return t, nil
 }

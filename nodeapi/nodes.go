@@ -17,8 +17,8 @@ type NodeBackend interface {
 type ProvisionRequest struct {
 	Names  []string
 	Labels map[string]string
-	// Timing is the kubelet timing profile name.
-	Timing string
+	// Timing is the kubelet timing profile.
+	Timing TimingProfile
 	// PodLatency, when positive, is the worker's Pending->Running and
 	// Running->done latency.
 	PodLatency time.Duration

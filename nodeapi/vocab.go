@@ -41,10 +41,13 @@ func (m RebootMode) OrReset() RebootMode {
 }
 
 // JoinRebootModes lists modes as "reset, guest".
-func JoinRebootModes(ms []RebootMode) string {
-	s := make([]string, len(ms))
-	for i, m := range ms {
-		s[i] = string(m)
+func JoinRebootModes(ms []RebootMode) string { return join(ms) }
+
+// join lists values of a vocabulary for messages ("a, b").
+func join[T ~string](vs []T) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = string(v)
 	}
 	return strings.Join(s, ", ")
 }
@@ -85,3 +88,25 @@ func CheckModeIn(modes []RebootMode, m RebootMode) error {
 	}
 	return &UnsupportedModeError{Mode: m.OrReset(), Supported: slices.Clone(modes)}
 }
+
+// TimingProfile names the lightweight kubelet's clockwork: how often it
+// renews its Lease and reports status, and how fast its pods start.
+type TimingProfile string
+
+// Timing profiles.
+const (
+	// TimingKubeletDefaults matches a real kubelet's defaults (Lease 40s
+	// renewed every 10s, status every 10s, report every 5m).
+	TimingKubeletDefaults TimingProfile = "kubelet-defaults"
+	// TimingFast is kubelet-defaults about 5x quicker, for tests.
+	TimingFast TimingProfile = "fast"
+)
+
+// TimingProfiles lists every timing profile, sorted.
+func TimingProfiles() []TimingProfile { return []TimingProfile{TimingFast, TimingKubeletDefaults} }
+
+// Valid reports whether p is a known timing profile.
+func (p TimingProfile) Valid() bool { return slices.Contains(TimingProfiles(), p) }
+
+// JoinTimingProfiles lists profiles for messages ("fast, kubelet-defaults").
+func JoinTimingProfiles(ps []TimingProfile) string { return join(ps) }

@@ -56,3 +56,19 @@ func TestCheckMode(t *testing.T) {
 		t.Errorf("message %q", got)
 	}
 }
+
+func TestTimingProfiles(t *testing.T) {
+	for _, p := range nodeapi.TimingProfiles() {
+		if !p.Valid() {
+			t.Errorf("%s is listed but not valid", p)
+		}
+	}
+	for _, p := range []nodeapi.TimingProfile{"", "slow", "Fast"} {
+		if p.Valid() {
+			t.Errorf("%q is valid", p)
+		}
+	}
+	if got := nodeapi.JoinTimingProfiles(nodeapi.TimingProfiles()); got != "fast, kubelet-defaults" {
+		t.Errorf("JoinTimingProfiles = %q", got)
+	}
+}

@@ -24,7 +24,7 @@ import (
 // claims and what the engine did. It is a copy, taken under the case's
 // lock.
 type caseFacts struct {
-	claim    string // the scenario's precondition
+	claim    Precondition // the scenario's precondition
 	labels   []string
 	declared []Module // the scenario's modules
 	names    []string
@@ -70,7 +70,7 @@ func judgePrecondition(f caseFacts, r Record) AssertionResult {
 		return AssertionResult{Name: AssertPrecondition, OK: true, Message: msg}
 	}
 	switch f.claim {
-	case "fast":
+	case PreconditionFast:
 		for _, n := range f.names {
 			for _, t := range r.Nodes[n].NotReadyAt {
 				if t.After(f.baseAt) {
@@ -90,7 +90,7 @@ func judgePrecondition(f caseFacts, r Record) AssertionResult {
 			}
 		}
 		return pass("Ready never left True on any node, and every node's Lease was renewed within the grace period")
-	case "slow":
+	case PreconditionSlow:
 		for _, d := range f.disrupted {
 			if !notReadySeen(d, r.Nodes[d.node]) {
 				return fail(fmt.Sprintf("scenario claims the node shows NotReady, but node %s stayed Ready through its %s of %s (grace period %s)",

@@ -50,7 +50,7 @@ type script struct {
 	c *caseRun
 }
 
-func newScript(t *testing.T, precondition string) *script {
+func newScript(t *testing.T, precondition Precondition) *script {
 	start := time.Now().Add(-time.Second)
 	sc := &Scenario{Name: "scripted", Precondition: precondition, Modules: []Module{{Name: "dummy", ModuleName: "dummy"}},
 		Deadline: Duration{Abs: 200 * time.Millisecond, Set: true}}

@@ -20,14 +20,14 @@ type Scenario struct {
 	// Modules are in every node's NodeModulesConfig at the start.
 	Modules []Module `yaml:"modules"`
 	// Timing is the kubelet timing profile: fast or kubelet-defaults.
-	Timing string `yaml:"timing"`
+	Timing nodeapi.TimingProfile `yaml:"timing"`
 	// PodLatency overrides the simulated worker's Pending->Running and
 	// Running->done latencies (for scenarios that act while a load runs).
 	PodLatency Duration `yaml:"podLatency"`
 	// Precondition is what the scenario claims about Ready: "fast" (Ready
 	// never leaves True), "slow" (Ready leaves True after a reboot) or
 	// "recorded" (observed and reported, not required).
-	Precondition string `yaml:"precondition"`
+	Precondition Precondition `yaml:"precondition"`
 	// Deadline bounds every wait-reloaded; default 30s.
 	Deadline Duration `yaml:"deadline"`
 	// ReloadBound cuts the reload waits once the case's first load was

@@ -29,7 +29,7 @@ func TestJudgePrecondition(t *testing.T) {
 	reboot := disruption{kind: "reboot", node: "n0", start: at(10), end: at(12), downtime: 2 * time.Second, completed: true}
 	cases := []struct {
 		name   string
-		claim  string
+		claim  Precondition
 		node   NodeRecord
 		ok     bool
 		saying string

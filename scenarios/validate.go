@@ -8,10 +8,9 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
-)
 
-// Timing profile names (the fakes package's profiles).
-var knownTimings = []string{"fast", "kubelet-defaults"}
+	"github.com/bootproof/bootproof/nodeapi"
+)
 
 var nameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
 
@@ -27,17 +26,16 @@ func (s *Scenario) validate(doc *yaml.Node) error {
 		return bad("modules", msg)
 	}
 	if s.Timing == "" {
-		s.Timing = "fast"
+		s.Timing = nodeapi.TimingFast
 	}
-	if !slices.Contains(knownTimings, s.Timing) {
-		return bad("timing", fmt.Sprintf("%q: accepted: %s", s.Timing, strings.Join(knownTimings, ", ")))
+	if !s.Timing.Valid() {
+		return bad("timing", fmt.Sprintf("%q: accepted: %s", s.Timing, nodeapi.JoinTimingProfiles(nodeapi.TimingProfiles())))
 	}
-	switch s.Precondition {
-	case "fast", "slow", "recorded":
-	case "":
-		s.Precondition = "recorded"
-	default:
-		return bad("precondition", fmt.Sprintf("%q: accepted: fast, slow, recorded", s.Precondition))
+	if s.Precondition == "" {
+		s.Precondition = PreconditionRecorded
+	}
+	if !slices.Contains(Preconditions(), s.Precondition) {
+		return bad("precondition", fmt.Sprintf("%q: accepted: %s", s.Precondition, joinPreconditions()))
 	}
 	if !s.Deadline.Set {
 		s.Deadline = Duration{Abs: 30 * time.Second, Set: true}

@@ -1,5 +1,7 @@
 package scenarios
 
+import "strings"
+
 // ActionKind names a step of a scenario's timeline: the key of a one-key
 // mapping under actions. Each kind's parameters, checks and behaviour are
 // one entry of the action table (actions.go).
@@ -21,6 +23,35 @@ const (
 	ActUpdateKernel   ActionKind = "update-kernel-version"
 	ActSleep          ActionKind = "sleep"
 )
+
+// Precondition is what a scenario claims about the nodes' Ready
+// condition, which the precondition assertion checks: that the run
+// tested what the scenario is about.
+type Precondition string
+
+// Preconditions.
+const (
+	// PreconditionFast: Ready never leaves True (a reboot inside the
+	// grace period).
+	PreconditionFast Precondition = "fast"
+	// PreconditionSlow: Ready leaves True for every disruption.
+	PreconditionSlow Precondition = "slow"
+	// PreconditionRecorded: observed and reported, not required.
+	PreconditionRecorded Precondition = "recorded"
+)
+
+// Preconditions lists every precondition.
+func Preconditions() []Precondition {
+	return []Precondition{PreconditionFast, PreconditionSlow, PreconditionRecorded}
+}
+
+func joinPreconditions() string {
+	out := make([]string, 0, 3)
+	for _, p := range Preconditions() {
+		out = append(out, string(p))
+	}
+	return strings.Join(out, ", ")
+}
 
 // Names of the subjects bootproof ships. A scenario's expect map may name
 // them; a subject file names itself and states its own expectations.

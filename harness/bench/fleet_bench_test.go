@@ -20,6 +20,7 @@ import (
 	"github.com/bootproof/bootproof/harness/bench"
 	"github.com/bootproof/bootproof/harness/controlplane"
 	"github.com/bootproof/bootproof/harness/controlplane/cptest"
+	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/reports"
 )
 
@@ -50,7 +51,7 @@ func (c fleetBenchConfig) registerTimeout() time.Duration {
 
 func fleetConfig(b *testing.B) fleetBenchConfig {
 	c := fleetBenchConfig{nodes: 1000, settle: 30 * time.Second, window: 120 * time.Second,
-		timing: fakes.TimingProfiles[fakes.TimingKubeletDefaults]}
+		timing: fakes.TimingProfiles[nodeapi.TimingKubeletDefaults]}
 	if s := os.Getenv(envFleetNodes); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
@@ -450,7 +451,7 @@ func bootproofSide() fleetSide {
 	return fleetSide{name: "bootproof", binary: "bootproof", prefix: "bp-node-",
 		start: func(b *testing.B, _ context.Context, cp *controlplane.ControlPlane, c fleetBenchConfig, dir string) *exec.Cmd {
 			return startLogged(b, c, "bootproof", "bootproof", dir, nil, "nodes", "run", "--kubeconfig", cp.Kubeconfig(),
-				"--count", strconv.Itoa(c.nodes), "--prefix", "bp-node-", "--timing", fakes.TimingKubeletDefaults,
+				"--count", strconv.Itoa(c.nodes), "--prefix", "bp-node-", "--timing", string(nodeapi.TimingKubeletDefaults),
 				"--control-socket", filepath.Join(dir, "nodes.sock"))
 		}}
 }

@@ -10,12 +10,13 @@ import (
 	"github.com/bootproof/bootproof/fakes"
 	"github.com/bootproof/bootproof/harness/bench"
 	"github.com/bootproof/bootproof/harness/controlplane"
+	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/reports"
 )
 
 func fleetMaxTestConfig() fleetMaxConfig {
 	return fleetMaxConfig{
-		fleetBenchConfig: fleetBenchConfig{settle: 20 * time.Second, window: time.Minute, timing: fakes.TimingProfiles[fakes.TimingKubeletDefaults]},
+		fleetBenchConfig: fleetBenchConfig{settle: 20 * time.Second, window: time.Minute, timing: fakes.TimingProfiles[nodeapi.TimingKubeletDefaults]},
 		steps:            []int{1000, 2000, 3000},
 		limits:           bench.Limits{Cores: 2, CPUFraction: 0.9, LatenessP99Ms: 2000, MutatingP99: 1},
 	}

@@ -102,7 +102,7 @@ func (co calibrateOptions) runOptions() (runOptions, error) {
 	}
 	sort.Strings(files)
 	return runOptions{
-		cluster: "embedded", nodes: "fake", subjectFiles: files, scenarios: co.scenarios,
+		cluster: string(clusterEmbedded), nodes: string(nodesFake), subjectFiles: files, scenarios: co.scenarios,
 		monitor: DefaultRunMonitor, parallel: co.parallel, nodeBudget: co.nodes, repeat: co.repeat, reportDir: co.reportDir,
 		binDir: co.binDir, certValidity: controlplane.DefaultCertValidity, nodeCreds: "shared",
 		verbose: co.verbose, calibrate: &calibrateRun{variants: co.variants, dir: co.dir, listedOnly: co.listed},

@@ -13,6 +13,7 @@ import (
 	"github.com/bootproof/bootproof/fakes"
 	"github.com/bootproof/bootproof/harness/cluster"
 	"github.com/bootproof/bootproof/harness/runs"
+	"github.com/bootproof/bootproof/nodeapi"
 )
 
 func newNodesCommand(s Streams) *cobra.Command {
@@ -54,7 +55,7 @@ socket.`,
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default $KUBECONFIG, then ~/.kube/config)")
 	f.IntVar(&o.count, "count", 1, "number of nodes")
 	f.StringVar(&o.prefix, "prefix", "bp-node-", "node name prefix; names are PREFIX0000, PREFIX0001, ...")
-	f.StringVar(&o.timing, "timing", fakes.TimingKubeletDefaults, "timing profile: kubelet-defaults or fast")
+	f.StringVar(&o.timing, "timing", string(nodeapi.TimingKubeletDefaults), "timing profile: "+nodeapi.JoinTimingProfiles(nodeapi.TimingProfiles()))
 	f.StringVar(&o.socket, "control-socket", fakes.DefaultControlSocket(), "unix socket to serve the control API on (default: $XDG_RUNTIME_DIR/bootproof-nodes.sock, else one in a new private directory under $TMPDIR)")
 	return cmd
 }
@@ -63,7 +64,7 @@ func nodesRun(ctx context.Context, s Streams, o nodesRunOptions) error {
 	if o.count < 1 {
 		return withCode(ExitUsage, fmt.Errorf("invalid --count %d: accepted: at least 1", o.count))
 	}
-	timing, err := fakes.TimingProfile(o.timing)
+	timing, err := fakes.TimingProfile(nodeapi.TimingProfile(o.timing))
 	if err != nil {
 		return withCode(ExitUsage, fmt.Errorf("--timing: %w", err))
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/bootproof/bootproof/harness/controlplane"
 	"github.com/bootproof/bootproof/harness/runner"
 	"github.com/bootproof/bootproof/harness/subject"
+	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/reports"
 	"github.com/bootproof/bootproof/scenarios"
 )
@@ -111,8 +112,8 @@ fault), an interrupted run, or an infrastructure fault outside the cases.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.cluster, "cluster", "embedded", "cluster: embedded (started here), kind, or kubeconfig (an existing cluster)")
-	f.StringVar(&o.nodes, "nodes", "fake", "node backend: fake (simulated nodes) or libvirt (VMs)")
+	f.StringVar(&o.cluster, "cluster", string(clusterEmbedded), "cluster: embedded (started here), kind, or kubeconfig (an existing cluster)")
+	f.StringVar(&o.nodes, "nodes", string(nodesFake), "node backend: fake (simulated nodes) or libvirt (VMs)")
 	f.StringArrayVar(&o.subjects, "subject", nil, "subject: bootid, legacy or external; give it more than once to run several (default bootid and legacy, unless --subject-file is given)")
 	f.StringArrayVar(&o.subjectFiles, "subject-file", nil, "run the subject (an operator) this YAML file describes; more than once for several; combinable with --subject")
 	f.StringArrayVar(&o.scenarios, "scenario", nil, "scenario name or glob (default: the whole catalog); more than once for several")
@@ -179,12 +180,13 @@ func (o *runOptions) validate(stderr io.Writer) (runPlan, error) {
 		}
 	}
 	if o.timing != "" {
-		if o.timing != "fast" && o.timing != "kubelet-defaults" {
-			return p, withCode(ExitUsage, fmt.Errorf("invalid --timing %q: accepted: fast, kubelet-defaults", o.timing))
+		timing := nodeapi.TimingProfile(o.timing)
+		if !timing.Valid() {
+			return p, withCode(ExitUsage, fmt.Errorf("invalid --timing %q: accepted: %s", o.timing, nodeapi.JoinTimingProfiles(nodeapi.TimingProfiles())))
 		}
 		for i, sc := range p.scenarios {
 			c := *sc
-			c.Timing = o.timing
+			c.Timing = timing
 			p.scenarios[i] = &c
 		}
 	}
@@ -211,23 +213,19 @@ func (o *runOptions) validate(stderr io.Writer) (runPlan, error) {
 	if err := o.checkClusterFlags(); err != nil {
 		return p, err
 	}
-	if o.cluster == "kubeconfig" && o.nodeCreds != "shared" && o.nodeCreds != "csr" {
-		return p, withCode(ExitUsage, fmt.Errorf("invalid --node-credentials %q: accepted: shared, csr", o.nodeCreds))
-	}
 	if err := checkReportDir(o.reportDir); err != nil {
 		return p, err
 	}
-	p.grace = cmp.Or(o.grace, DefaultRunGrace)
-	switch o.nodes {
-	case "fake":
-	case "libvirt":
-		if err := o.validateLibvirt(); err != nil {
+	nodes, err := nodesOf(o.nodes)
+	if err != nil {
+		return p, err
+	}
+	if nodes.validate != nil {
+		if err := nodes.validate(o); err != nil {
 			return p, err
 		}
-		p.grace = cmp.Or(o.grace, DefaultVMGrace)
-	default:
-		return p, withCode(ExitUsage, fmt.Errorf("invalid --nodes %q: accepted: fake, libvirt", o.nodes))
 	}
+	p.grace = cmp.Or(o.grace, nodes.grace)
 	return p, nil
 }
 
@@ -323,101 +321,26 @@ type environmentReporter interface {
 	Environment(ctx context.Context) map[string]string
 }
 
-// startCluster starts or connects to the cluster --cluster names. On
-// every cluster simulated nodes carry contract.SimulatedTaints, which
-// keep the cluster's own pods (kind's, say) off them.
+// startCluster starts or connects to the cluster --cluster names (its
+// provider, run_cluster_*.go). On every cluster simulated nodes carry
+// contract.SimulatedTaints, which keep the cluster's own pods (kind's,
+// say) off them.
 func (rc *runContext) startCluster(ctx context.Context) (scenarios.Cluster, error) {
-	o, s := rc.o, rc.s
-	switch o.cluster {
-	case "embedded":
-		cfg := controlplane.Config{GracePeriod: rc.plan.grace, MonitorPeriod: o.monitor, BinDir: o.binDir, CertValidity: o.certValidity}
-		// The settings first, then the binaries: a bad flag is named even
-		// where the binaries are missing.
-		if err := cfg.Default().Validate(); err != nil {
-			return nil, withCode(ExitUsage, err)
-		}
-		bins, err := controlplane.FindBinaries(o.binDir)
-		if err != nil {
-			return nil, withCode(ExitUsage, err)
-		}
-		fmt.Fprintf(s.Err, "control-plane binaries: %s\n", describeBinaries(bins))
-		fmt.Fprintf(s.Err, "starting the embedded control plane (grace period %s, monitor period %s)\n", rc.plan.grace, o.monitor)
-		start := time.Now()
-		e, err := cluster.StartEmbedded(ctx, cfg)
-		if err != nil {
-			return nil, failure(err)
-		}
-		rc.defer_(e.Stop)
-		fmt.Fprintf(s.Err, "embedded control plane ready in %s\n", reports.FormatDuration(time.Since(start)))
-		logr.FromContextOrDiscard(ctx).Info("embedded control plane ready", "apiserver", e.CP.APIServerURL(), "dir", e.CP.Dir(),
-			"gracePeriod", e.CP.Config().GracePeriod, "monitorPeriod", e.CP.Config().MonitorPeriod)
-		return e, nil
-	case "kubeconfig":
-		k, err := cluster.NewKubeconfig(ctx, o.kubeconfig, o.grace, o.nodeCreds == "csr")
-		if err != nil {
-			return nil, withCode(ExitUsage, err)
-		}
-		fmt.Fprintf(s.Err, "running against an existing cluster (grace period %s)\n", k.GracePeriod())
-		return k, nil
-	default: // kind, as validated
-		if err := cluster.KindPreflight(ctx); err != nil {
-			return nil, kindFailure(err)
-		}
-		fmt.Fprintf(s.Err, "starting kind cluster (image %s, grace period %s)\n", o.kindImage, rc.plan.grace)
-		start := time.Now()
-		k, err := cluster.StartKind(ctx, cluster.KindConfig{Name: o.kindCluster, Reuse: o.kindCluster != "", Retain: o.retain,
-			Image: o.kindImage, GracePeriod: rc.plan.grace, MonitorPeriod: o.monitor, LogDir: o.reportDir, ImageArchives: o.kindArchives})
-		if err != nil {
-			return nil, kindFailure(err)
-		}
-		fmt.Fprintf(s.Err, "kind cluster %s ready in %s\n", k.ClusterName(), reports.FormatDuration(time.Since(start)))
-		rc.defer_(func() { _ = k.Stop(rc.failed) })
-		return k, nil
-	}
-}
-
-// kindFailure is failure, except that a host not set up for kind (no
-// container engine, the node image missing, privileged containers
-// refused) is a usage error, exit 2, like missing control-plane
-// binaries: the user fixes the machine, and no run was attempted.
-func kindFailure(err error) error {
-	if errors.Is(err, cluster.ErrNoContainerEngine) || errors.Is(err, cluster.ErrKindImageMissing) || errors.Is(err, cluster.ErrPrivilegedRefused) {
-		return withCode(ExitUsage, err)
-	}
-	return failure(err)
-}
-
-// describeBinaries names the control-plane binaries a run uses: their
-// directory when they share one, else each path.
-func describeBinaries(b controlplane.Binaries) string {
-	names := controlplane.BinEtcd + ", " + controlplane.BinKubeAPIServer + ", " + controlplane.BinKubeControllerManager
-	if d := filepath.Dir(b.Etcd); d == filepath.Dir(b.KubeAPIServer) && d == filepath.Dir(b.KubeControllerManager) {
-		return names + " in " + d
-	}
-	return strings.Join([]string{b.Etcd, b.KubeAPIServer, b.KubeControllerManager}, ", ")
-}
-
-// startNodes returns the node backend --nodes names; VM nodes are
-// prepared here (kernel, image, accelerator) and recorded in env.
-func (rc *runContext) startNodes(ctx context.Context, cl scenarios.Cluster, dir string, env map[string]string) (scenarios.Backend, error) {
-	if rc.o.nodes != "libvirt" {
-		return &backend.Fake{Cluster: cl}, nil
-	}
-	o, s := &rc.o, rc.s
-	o.vm.Dir = filepath.Join(dir, "vm")
-	fmt.Fprintf(s.Err, "preparing VM nodes: guest kernel, image, accelerator (%s); serial logs in %s\n", o.vm.Accel, o.vm.Dir)
-	vm, err := backend.StartLibvirt(ctx, cl, o.vm)
+	p, err := clusterOf(rc.o.cluster)
 	if err != nil {
-		return nil, failure(fmt.Errorf("--nodes libvirt: %w", err))
+		return nil, err
 	}
-	rc.defer_(func() {
-		if err := vm.Close(); err != nil {
-			fmt.Fprintf(s.Err, "vm cleanup: %v\n", err)
-		}
-	})
-	fmt.Fprintf(s.Err, "VM nodes: kernel %s, accelerator %s, at most %d nodes per scenario\n", vm.KernelVersion, vm.Accel, o.maxNodes)
-	env["accelerator"], env["guest-kernel"] = vm.Accel, vm.KernelVersion
-	return vm, nil
+	return p.start(ctx, rc)
+}
+
+// startNodes returns the node backend --nodes names (its provider,
+// run_nodes_*.go).
+func (rc *runContext) startNodes(ctx context.Context, cl scenarios.Cluster, dir string, env map[string]string) (scenarios.Backend, error) {
+	p, err := nodesOf(rc.o.nodes)
+	if err != nil {
+		return nil, err
+	}
+	return p.start(ctx, rc, cl, dir, env)
 }
 
 // report writes the reports, prints the summary and returns the exit

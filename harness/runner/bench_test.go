@@ -24,6 +24,7 @@ import (
 	"github.com/bootproof/bootproof/harness/runner"
 	"github.com/bootproof/bootproof/harness/subject"
 	kmmcontroller "github.com/bootproof/bootproof/kmm/controller"
+	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/reports"
 	"github.com/bootproof/bootproof/scenarios"
 )
@@ -46,7 +47,7 @@ func BenchmarkReloadLatency(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("BOOTPROOF_BENCH_LATENCY_REBOOTS")); err == nil && v > 0 {
 		reboots = v
 	}
-	fast, err := fakes.TimingProfile(fakes.TimingFast)
+	fast, err := fakes.TimingProfile(nodeapi.TimingFast)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"net/url"
 
 	"github.com/bootproof/bootproof/fakes"
+	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/vmprovision/agentapi"
 )
 
@@ -50,7 +51,7 @@ type AgentConfig struct {
 	// 127.0.0.1 when the host reaches the API server there.
 	TLSServerName string `json:"tlsServerName,omitempty"`
 	// Timing names a fakes timing profile; empty means kubelet-defaults.
-	Timing string `json:"timing,omitempty"`
+	Timing nodeapi.TimingProfile `json:"timing,omitempty"`
 	// TimingScale divides the profile's intervals; 0 means 1.
 	TimingScale float64 `json:"timingScale,omitempty"`
 	// Modules are loaded at boot, before the network; nil means
@@ -127,7 +128,7 @@ func (c *AgentConfig) Default() error {
 		}
 	}
 	if c.Timing == "" {
-		c.Timing = fakes.TimingKubeletDefaults
+		c.Timing = nodeapi.TimingKubeletDefaults
 	}
 	if _, err := fakes.TimingProfile(c.Timing); err != nil {
 		return wrap("%w", err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/bootproof/bootproof/fakes"
+	"github.com/bootproof/bootproof/nodeapi"
 )
 
 const testPEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
@@ -47,10 +48,10 @@ func TestDecodeAgentConfig(t *testing.T) {
 			if !reflect.DeepEqual(c.Modules, []string{"virtio_pci", "virtio_net"}) {
 				t.Errorf("modules %v", c.Modules)
 			}
-			if c.Timing != fakes.TimingKubeletDefaults || c.TimingScale != 1 || c.ControlPort != 7070 {
+			if c.Timing != nodeapi.TimingKubeletDefaults || c.TimingScale != 1 || c.ControlPort != 7070 {
 				t.Errorf("timing %q scale %v port %d", c.Timing, c.TimingScale, c.ControlPort)
 			}
-			if c.TimingValue() != fakes.TimingProfiles[fakes.TimingKubeletDefaults] {
+			if c.TimingValue() != fakes.TimingProfiles[nodeapi.TimingKubeletDefaults] {
 				t.Errorf("TimingValue %+v", c.TimingValue())
 			}
 		}},
@@ -64,7 +65,7 @@ func TestDecodeAgentConfig(t *testing.T) {
 			if c.Network.Interface != "ens3" || c.ControlPort != 9000 || c.Labels["a"] != "b" {
 				t.Errorf("got %+v", c)
 			}
-			if got, want := c.TimingValue().RenewInterval, fakes.TimingProfiles[fakes.TimingFast].RenewInterval/2; got != want {
+			if got, want := c.TimingValue().RenewInterval, fakes.TimingProfiles[nodeapi.TimingFast].RenewInterval/2; got != want {
 				t.Errorf("scaled renew interval %s, want %s", got, want)
 			}
 		}},
