@@ -229,11 +229,11 @@ func (g nodeGroup) drawPod(e scenarios.TraceEvent) {
 	if e.WorkerAction == contract.ActionUnload {
 		fill = "#7f7f7f"
 	}
-	switch {
-	case e.Phase == scenarios.PhaseCreated:
+	switch e.Phase {
+	case scenarios.PhaseCreated:
 		g.t.Rects = append(g.t.Rects, Rect{X: g.x(e.TMS) - 3, Y: g.laneY(laneWorkers) + 3, W: 6, H: tlLane - 6, Fill: fill,
 			Title: fmt.Sprintf("%s %s at %.2fs", e.Pod, e.Detail, sec(e.TMS))})
-	case e.Phase == scenarios.PhaseFailed:
+	case scenarios.PhaseFailed:
 		g.t.Circles = append(g.t.Circles, Circle{X: g.x(e.TMS), Y: g.laneY(laneWorkers) + tlLane/2, R: 4, Fill: "#d62728",
 			Title: fmt.Sprintf("%s %s at %.2fs", e.Pod, e.Detail, sec(e.TMS))})
 	}

@@ -102,8 +102,8 @@ func TestMergeDaemonConfig(t *testing.T) {
 				if len(r) == 0 {
 					delete(wantBack, "runtimes")
 				}
-			} else if _, null := wantBack["runtimes"]; null {
-				delete(wantBack, "runtimes")
+			} else {
+				delete(wantBack, "runtimes") // null or absent
 			}
 			delete(wantBack, "default-runtime")
 			if got := decodeObject(t, back); !reflect.DeepEqual(got, wantBack) {
