@@ -132,7 +132,7 @@ func (e *env) watchNode(ctx context.Context, name string) *nodeWatch {
 				continue
 			}
 			nw.mu.Lock()
-			nw.obs = append(nw.obs, nodeObs{at: time.Now(), ready: readyOf(n), bootID: n.Status.NodeInfo.BootID})
+			nw.obs = append(nw.obs, nodeObs{at: time.Now(), ready: contract.NodeReady(n), bootID: n.Status.NodeInfo.BootID})
 			nw.mu.Unlock()
 		}
 	}()
@@ -155,15 +155,6 @@ func (w *nodeWatch) bootIDs() []string {
 		}
 	}
 	return ids
-}
-
-func readyOf(n *corev1.Node) corev1.ConditionStatus {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status
-		}
-	}
-	return ""
 }
 
 // eventually polls f until it returns nil or the generous deadline passes.
