@@ -242,3 +242,48 @@ func TestBuildVCSInAnotherUsersCheckout(t *testing.T) {
 		t.Errorf("go build with %s: %v: %s", flag, err, out)
 	}
 }
+
+// TestGoBuildScriptLineSplitByAPause: a line go writes in two parts with
+// a pause between them longer than tools/gobuild.sh's read timeout (a
+// loaded machine) is still read as one line. Before, the part read before
+// the timeout was lost: "__exit 0" split that way failed a good build
+// ("go build ended without saying how", seen in a cold .ci/run), and a
+// compiler error lost its start.
+func TestGoBuildScriptLineSplitByAPause(t *testing.T) {
+	dir := t.TempDir()
+	stub := filepath.Join(dir, "go")
+	script := `#!/usr/bin/env bash
+case "$1" in
+list) for i in 1 2; do echo "example.com/p$i"; done ;;
+build)
+  out=""; while [ $# -gt 0 ]; do [ "$1" = -o ] && out="$2"; shift; done
+  echo "example.com/p1" >&2
+  printf 'example.com/' >&2; sleep 1.6; echo "p2" >&2
+  if [ -n "$STUB_FAIL" ]; then
+    printf 'main.go:3:2: undef' >&2; sleep 1.6; echo 'ined: brokenThing' >&2; exit 1
+  fi
+  printf '#!/bin/sh\n' > "$out" ;;
+esac
+`
+	if err := os.WriteFile(stub, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gobuild, err := filepath.Abs("../tools/gobuild.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(env ...string) (string, error) {
+		cmd := exec.Command(gobuild, "stub", filepath.Join(dir, "out"), "example.com/p2")
+		cmd.Env = append(append(os.Environ(), "GO="+stub, "PROGRESS_EVERY=60"), env...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := run()
+	if err != nil || !strings.Contains(out, "(2 packages compiled") {
+		t.Errorf("a good build with a line split by a pause: %v\n%s", err, out)
+	}
+	out, err = run("STUB_FAIL=1")
+	if err == nil || !strings.Contains(out, "main.go:3:2: undefined: brokenThing") {
+		t.Errorf("a failed build's split error line: %v\n%s", err, out)
+	}
+}

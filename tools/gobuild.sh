@@ -50,8 +50,14 @@ echo "$tag: building $pkg ($total packages)"
 # named): that is the progress. Every other line is kept for an error.
 compiled=0 last=$SECONDS status=""
 other=()
+# read -t keeps what it read of a line when it times out (a loaded
+# machine can pause go mid-line): that part is kept in partial and the
+# rest of the line appended to it, or "__exit 0" would be read as "_"
+# and "_exit 0".
+partial=""
 while :; do
   if IFS= read -r -t 1 line; then
+    line="$partial$line" partial=""
     case "$line" in
       "__exit "*) status="${line#__exit }"; break ;;
       *[[:space:]]* | "#"* | "") other+=("$line") ;;
@@ -59,6 +65,8 @@ while :; do
     esac
   elif [ $? -le 128 ]; then
     break # end of input
+  else
+    partial+="$line"
   fi
   if [ "$tty" = 1 ]; then
     bar "$compiled" "$total" "$start"
