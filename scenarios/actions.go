@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bootproof/bootproof/nodeapi"
+	"github.com/bootproof/bootproof/scenarios/judging"
 )
 
 // actionSpec is one kind of action, in one place: the parameters a
@@ -188,7 +189,7 @@ func disrupt[T any](kind ActionKind, length func(Action) Duration,
 		}
 		d := length(a).Resolve(c.grace)
 		a.Wait = true
-		return c.spread(ctx, a, kind, d, func(ctx context.Context, node string, _ *disruption) error {
+		return c.spread(ctx, a, kind, d, func(ctx context.Context, node string, _ *judging.Disruption) error {
 			return f(capable, ctx, node, d)
 		})
 	}
@@ -230,15 +231,15 @@ func (c *caseRun) canReboot(a Action) error {
 
 func (c *caseRun) doReboot(ctx context.Context, a Action) error {
 	req := c.rebootRequest(a)
-	return c.spread(ctx, a, ActReboot, req.Downtime, func(ctx context.Context, node string, d *disruption) error {
+	return c.spread(ctx, a, ActReboot, req.Downtime, func(ctx context.Context, node string, d *judging.Disruption) error {
 		out, err := c.nodes.Reboot(ctx, node, req)
 		if err == nil && out.OldBootID != "" && out.NewBootID == out.OldBootID {
 			err = fmt.Errorf("reboot (%s) returned but the boot ID is still %s", req.Mode, out.OldBootID)
 		}
 		c.mu.Lock()
-		d.outcome = out
+		d.Outcome = out
 		if out.Downtime > 0 {
-			d.downtime = out.Downtime
+			d.Downtime = out.Downtime
 		}
 		c.mu.Unlock()
 		return err
@@ -334,14 +335,14 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 // spread runs f on every targeted node, staggered, in the background;
 // with a.Wait it waits for all of them.
 func (c *caseRun) spread(ctx context.Context, a Action, kind ActionKind, downtime time.Duration,
-	f func(ctx context.Context, node string, d *disruption) error) error {
+	f func(ctx context.Context, node string, d *judging.Disruption) error) error {
 	nodes := c.targets(a.On)
 	c.waitInflight(nodes)
 	stagger := a.Stagger.Resolve(c.grace)
 	var wg sync.WaitGroup
 	errs := make([]error, len(nodes))
 	for i, n := range nodes {
-		d := &disruption{kind: kind, node: n, downtime: downtime}
+		d := &judging.Disruption{Kind: string(kind), Reboot: kind == ActReboot, Node: n, Downtime: downtime}
 		c.mu.Lock()
 		c.disrupted = append(c.disrupted, d)
 		c.mu.Unlock()
@@ -356,12 +357,12 @@ func (c *caseRun) spread(ctx context.Context, a Action, kind ActionKind, downtim
 			}
 			c.obs.Disruption(n, kind, PhaseStart, downtime)
 			c.mu.Lock()
-			d.start = time.Now()
+			d.Start = time.Now()
 			c.mu.Unlock()
 			err := f(ctx, n, d)
 			c.mu.Lock()
-			d.end = time.Now()
-			d.completed = err == nil
+			d.End = time.Now()
+			d.Completed = err == nil
 			c.mu.Unlock()
 			if err != nil {
 				errs[i] = fmt.Errorf("%s node %s: %w", kind, n, err)
@@ -398,12 +399,12 @@ func (c *caseRun) waitReloaded(ctx context.Context, what string, nodes []string,
 	c.measureFirstLoadTruth(time.Now())
 	timeout, why := c.reloadTimeout(timeout)
 	c.mu.Lock()
-	spec := make(map[string][]Module, len(nodes))
+	spec := make(map[string][]judging.Module, len(nodes))
 	for _, n := range nodes {
-		spec[n] = slices.Clone(c.spec[n])
+		spec[n] = judgedModules(c.spec[n])
 	}
 	c.mu.Unlock()
-	return c.runWait(ctx, caseWait{kind: waitReload, what: what, nodes: slices.Clone(nodes), spec: spec, start: time.Now(), timeout: timeout, why: why})
+	return c.runWait(ctx, judging.Wait{Kind: judging.WaitReload, What: what, Nodes: slices.Clone(nodes), Spec: spec, Start: time.Now(), Timeout: timeout, Why: why})
 }
 
 // awaitNewBoots holds a reload wait's window back until each of nodes
@@ -415,7 +416,7 @@ func (c *caseRun) awaitNewBoots(ctx context.Context, nodes []string, timeout tim
 	start := time.Now()
 	var late []string
 	_ = c.waitFor(ctx, timeout, func() error {
-		late = bootsNotVisible(c.facts(time.Now()), c.obs.waitRecord(nodes), nodes)
+		late = judging.BootsNotVisible(c.facts(time.Now()), c.obs.waitRecord(nodes), nodes)
 		if len(late) == 0 {
 			return nil
 		}
@@ -426,38 +427,38 @@ func (c *caseRun) awaitNewBoots(ctx context.Context, nodes []string, timeout tim
 	}
 }
 
-// runWait polls until w holds (judgeWait on what was seen so far) or its
+// runWait polls until w holds (judging.JudgeWait on what was seen so far) or its
 // timeout ends, then records it and judges it once more on the Record:
 // the poll only decides when to stop waiting. It returns nil when the
 // wait held; errAborted when it did not (the timeline stops; the reload
 // assertion says why); or the fault or cancellation that ended it.
-func (c *caseRun) runWait(ctx context.Context, w caseWait) error {
-	err := c.waitFor(ctx, w.timeout, func() error {
+func (c *caseRun) runWait(ctx context.Context, w judging.Wait) error {
+	err := c.waitFor(ctx, w.Timeout, func() error {
 		now := w
-		now.end = time.Now()
-		if judgeWait(c.facts(now.end), c.obs.waitRecord(w.nodes), now).held {
+		now.End = time.Now()
+		if judging.JudgeWait(c.facts(now.End), c.obs.waitRecord(w.Nodes), now).Held {
 			return nil
 		}
 		return errNotYet
 	})
-	w.end = time.Now()
+	w.End = time.Now()
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	if isFault(err) {
 		return err
 	}
-	w.last = map[string]string{}
-	for _, n := range w.nodes {
-		w.last[n] = c.obs.Snapshot(n).String()
+	w.Last = map[string]string{}
+	for _, n := range w.Nodes {
+		w.Last[n] = c.obs.Snapshot(n).String()
 	}
 	c.mu.Lock()
 	c.waits = append(c.waits, w)
 	c.mu.Unlock()
 	rec := c.obs.Record()
-	jr := judgeWait(c.facts(w.end), rec, w)
-	if !jr.held {
-		c.obs.Action("", "", fmt.Sprintf("%s did not hold within %s", w.what, w.timeout))
+	jr := judging.JudgeWait(c.facts(w.End), rec, w)
+	if !jr.Held {
+		c.obs.Action("", "", fmt.Sprintf("%s did not hold within %s", w.What, w.Timeout))
 		return errAborted
 	}
 	c.measureFirstLoad(jr)
@@ -477,8 +478,9 @@ func describe(a Action) string {
 }
 
 // waitWorker waits until a worker pod of each targeted node reaches
-// a.State; judged like a reload wait (runWait, judgeWait).
+// a.State; judged like a reload wait (runWait, judging.JudgeWait).
 func (c *caseRun) waitWorker(ctx context.Context, a Action) error {
-	return c.runWait(ctx, caseWait{kind: waitWorker, what: describe(a), nodes: c.targets(a.On), worker: a, start: time.Now(),
-		timeout: c.timeout(a), why: "its timeout"})
+	return c.runWait(ctx, judging.Wait{Kind: judging.WaitWorker, What: describe(a), Nodes: c.targets(a.On),
+		Worker: judging.WorkerMatch{Action: a.WorkerAction, Module: a.Module, State: a.State}, Start: time.Now(),
+		Timeout: c.timeout(a), Why: "its timeout"})
 }

@@ -2,12 +2,12 @@ package scenarios
 
 import (
 	"fmt"
-	"math"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/bootproof/bootproof/scenarios/judging"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -94,29 +94,7 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 // rounding every message and report uses: "529 ms" under a second,
 // "5.3 s" under ten seconds, "42 s" under a minute, then "2 min 5 s" and
 // "1 h 3 min".
-func HumanMS(ms int64) string {
-	if ms < 1000 {
-		return fmt.Sprintf("%d ms", ms)
-	}
-	if tenths := math.Round(float64(ms) / 100); tenths < 100 {
-		return fmt.Sprintf("%.1f s", tenths/10)
-	}
-	s := int64(math.Round(float64(ms) / 1000))
-	switch {
-	case s < 60:
-		return fmt.Sprintf("%d s", s)
-	case s < 3600:
-		if s%60 == 0 {
-			return fmt.Sprintf("%d min", s/60)
-		}
-		return fmt.Sprintf("%d min %d s", s/60, s%60)
-	}
-	m := (s + 30) / 60
-	if m%60 == 0 {
-		return fmt.Sprintf("%d h", m/60)
-	}
-	return fmt.Sprintf("%d h %d min", m/60, m%60)
-}
+func HumanMS(ms int64) string { return judging.HumanMS(ms) }
 
 // HumanDuration is HumanMS for a time.Duration.
 func HumanDuration(d time.Duration) string { return HumanMS(d.Milliseconds()) }

@@ -6,13 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/nodeapi"
+	"github.com/bootproof/bootproof/scenarios/judging"
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -55,43 +55,6 @@ type Engine struct {
 	clients func() (kubernetes.Interface, dynamic.Interface, error)
 }
 
-// Assertion names.
-//
-// initial-load and worker judge the waits that bring a case to the state
-// its disruptions are about: the reload waits before the case's first
-// node disruption (the subject's first load) and the worker-pod waits.
-// reload judges the reload waits after a disruption. A case that fails
-// initial-load or worker never reached that state, so what its later
-// assertions saw says nothing about reboots: judge accepts an expected
-// failure through them only where the expectation names them
-// (Prerequisites).
-const (
-	AssertPrecondition = "precondition"
-	AssertInitialLoad  = "initial-load"
-	AssertWorker       = "worker"
-	AssertReload       = "reload"
-	AssertNoExtraWork  = "no-extra-work"
-	AssertConsistency  = "consistency"
-	// AssertStatusAfterLoad: no status claim leads the kernel (see
-	// judgeStatusAfterLoad).
-	AssertStatusAfterLoad = "status-after-load"
-)
-
-// Prerequisites are the assertions about the state a case must reach
-// before its disruptions mean anything (see the assertion names).
-var Prerequisites = []string{AssertInitialLoad, AssertWorker}
-
-// disruption is a reboot, kubelet restart or network blip of one node.
-type disruption struct {
-	kind      ActionKind
-	node      string
-	start     time.Time
-	end       time.Time
-	downtime  time.Duration
-	outcome   nodeapi.RebootOutcome
-	completed bool
-}
-
 type caseRun struct {
 	e      *Engine
 	s      *Scenario
@@ -118,7 +81,7 @@ type caseRun struct {
 	spec      map[string][]Module // the NMC spec the engine wrote, per node
 	kernel    map[string]string   // kernel version per node for the NMC spec
 	inflight  map[string]*sync.WaitGroup
-	disrupted []*disruption
+	disrupted []*judging.Disruption
 	bgErr     error
 
 	// subjectAt is when the subject was started, with the
@@ -132,7 +95,7 @@ type caseRun struct {
 	// the first load it sizes the reload bound.
 	slowestReload time.Duration
 	// waits is every wait the timeline and the final check made, in order.
-	waits []caseWait
+	waits []judging.Wait
 }
 
 // Run runs one scenario with one subject and returns its result; it never
@@ -201,16 +164,22 @@ func (e *Engine) Run(ctx context.Context, s *Scenario, subj Subject) CaseResult 
 	}
 	// The expectation is read here, and only here: nothing the case
 	// observed depended on it.
-	res.Observed, res.Verdict, res.Message = judge(s.Name, subj.Name(), exp, c.results, err)
+	d := decide(s.Name, subj.Name(), exp, c.results, err)
+	res.Observed, res.Verdict, res.Message = d.Observed, d.Verdict, d.Message
 	res.DurationMS = time.Since(start).Milliseconds()
 	return res
 }
 
-// judge turns the assertions (and the run's error) into the observed
-// outcome and the verdict: observed vs expected. An expected failure
-// that names assertions must fail through at least one of them (others
-// may fail as a consequence); failing only through others is an error.
-func judge(scenario, subject string, exp Expectation, results []AssertionResult, err error) (observed, verdict, msg string) {
+// decide is the case's verdict (judging.Decide) on its assertions and
+// the error it ended with.
+func decide(scenario, subject string, exp Expectation, results []AssertionResult, err error) judging.Decision {
+	return judging.Decide(judging.Case{Scenario: scenario, Subject: subject, Expected: judging.Expectation(exp), Results: results, Fault: fault(err)})
+}
+
+// fault classifies the error a case ended with for judging.Decide: nil
+// when the case is judged on its assertions (no error, or a timeline
+// aborted after a failed assertion).
+func fault(err error) *judging.Fault {
 	var skip *skipError
 	var subjErr *subjectError
 	var intr *interruptedError
@@ -218,52 +187,19 @@ func judge(scenario, subject string, exp Expectation, results []AssertionResult,
 	var cluster *clusterFaultError
 	switch {
 	case errors.As(err, &cluster):
-		return Error, Error, cluster.msg
+		return &judging.Fault{Verdict: Error, Message: cluster.msg}
 	case errors.As(err, &intr):
-		return Error, Error, NotRunInterrupted + " (" + intr.err.Error() + ")"
+		return &judging.Fault{Verdict: Error, Message: NotRunInterrupted + " (" + intr.err.Error() + ")"}
 	case errors.As(err, &invalid):
-		return Error, Error, "invalid run: " + invalid.msg
+		return &judging.Fault{Verdict: Error, Message: "invalid run: " + invalid.msg}
 	case errors.As(err, &skip):
-		return Skipped, Skipped, skip.reason
+		return &judging.Fault{Verdict: Skipped, Message: skip.reason}
 	case errors.As(err, &subjErr):
-		return Error, Error, "subject fault: " + subjErr.Error()
-	case err != nil && !errors.Is(err, errAborted):
-		return Error, Error, "infrastructure fault: " + err.Error()
+		return &judging.Fault{Verdict: Error, Message: "subject fault: " + subjErr.Error()}
+	case err == nil || errors.Is(err, errAborted):
+		return nil
 	}
-	observed = Pass
-	var through []string
-	for _, a := range results {
-		if !a.OK && a.Name == AssertPrecondition {
-			return Error, Error, "invalid run: " + a.Message
-		}
-		if !a.OK {
-			if observed == Pass {
-				observed, msg = Fail, a.Name+": "+a.Message
-			}
-			if !slices.Contains(through, a.Name) {
-				through = append(through, a.Name)
-			}
-		}
-	}
-	switch {
-	case observed == Fail && exp.Outcome == Fail:
-		for _, a := range results {
-			if !a.OK && slices.Contains(Prerequisites, a.Name) && !slices.Contains(exp.Assertions, a.Name) {
-				return observed, Error, fmt.Sprintf("failed for the wrong reason: the case never reached the state its expectation (%s, %s) is about: %s: %s",
-					exp, exp.Source, a.Name, a.Message)
-			}
-		}
-		if len(exp.Assertions) > 0 && !slices.ContainsFunc(through, func(a string) bool { return slices.Contains(exp.Assertions, a) }) {
-			return observed, Error, fmt.Sprintf("failed for the wrong reason: expected to fail through %s (%s), failed through %s (%s)",
-				strings.Join(exp.Assertions, " or "), exp.Source, strings.Join(through, ", "), msg)
-		}
-		return observed, Pass, "failed as expected (" + msg + ")"
-	case observed == exp.Outcome:
-		return observed, Pass, msg
-	case exp.Outcome == Fail:
-		return observed, Fail, fmt.Sprintf("the harness did not catch the bug: the %s subject was expected to fail %s (%s) but passed every assertion", subject, scenario, exp.Source)
-	}
-	return observed, Fail, msg
+	return &judging.Fault{Verdict: Error, Message: "infrastructure fault: " + err.Error()}
 }
 
 // capDropsTargets says why running s on only n of its nodes would change

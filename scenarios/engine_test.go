@@ -12,6 +12,7 @@ import (
 
 	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/nodeapi"
+	"github.com/bootproof/bootproof/scenarios/judging"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -127,12 +128,12 @@ func TestPreconditionSlowFailsWhenReadyStays(t *testing.T) {
 	s := newScript(t, "slow")
 	s.node(corev1.ConditionTrue, "a")
 	now := time.Now()
-	s.c.disrupted = []*disruption{{kind: "reboot", node: "n0", start: now, end: now.Add(time.Second), downtime: 15 * time.Second, completed: true}}
+	s.c.disrupted = []*judging.Disruption{{Kind: "reboot", Reboot: true, Node: "n0", Start: now, End: now.Add(time.Second), Downtime: 15 * time.Second, Completed: true}}
 	s.c.checkPrecondition()
 	wantFail(t, s.result(AssertPrecondition), "stayed Ready through its reboot")
 
 	ok := newScript(t, "slow")
-	ok.c.disrupted = []*disruption{{kind: "reboot", node: "n0", start: now.Add(-time.Millisecond), end: now.Add(time.Second), completed: true}}
+	ok.c.disrupted = []*judging.Disruption{{Kind: "reboot", Reboot: true, Node: "n0", Start: now.Add(-time.Millisecond), End: now.Add(time.Second), Completed: true}}
 	ok.node(corev1.ConditionUnknown, "a")
 	ok.c.checkPrecondition()
 	if r := ok.result(AssertPrecondition); !r.OK {
@@ -259,7 +260,8 @@ func TestJudge(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			obs, verdict, msg := judge("fast-reboot-0.5g", "legacy", tc.expected, tc.results, tc.err)
+			d := decide("fast-reboot-0.5g", "legacy", tc.expected, tc.results, tc.err)
+			obs, verdict, msg := d.Observed, d.Verdict, d.Message
 			if obs != tc.obs || verdict != tc.verdict || !strings.Contains(msg, tc.msg) {
 				t.Errorf("judge = %s, %s, %q; want %s, %s, %q", obs, verdict, msg, tc.obs, tc.verdict, tc.msg)
 			}
@@ -372,8 +374,8 @@ func TestLateExtraLoadIsWaitedForAndCounted(t *testing.T) {
 		!strings.Contains(err.Error(), "Load dummy, Pending") {
 		t.Errorf("waitWorkersDone with a stuck worker = %v, want an invalid run naming it", err)
 	}
-	if _, verdict, msg := judge("s", "bootid", Expectation{Outcome: Pass}, nil, err); verdict != Error || !strings.HasPrefix(msg, "invalid run: worker pods still active") {
-		t.Errorf("judged %s: %s", verdict, msg)
+	if d := decide("s", "bootid", Expectation{Outcome: Pass}, nil, err); d.Verdict != Error || !strings.HasPrefix(d.Message, "invalid run: worker pods still active") {
+		t.Errorf("judged %s: %s", d.Verdict, d.Message)
 	}
 }
 
@@ -463,7 +465,8 @@ func TestSubjectExitEndsTheCase(t *testing.T) {
 	if len(s.c.results) != 0 {
 		t.Errorf("a subject fault was judged: %+v", s.c.results)
 	}
-	_, verdict, msg := judge("fast-reboot-0.5g", "op", Expectation{Outcome: Fail}, s.c.results, err)
+	d := decide("fast-reboot-0.5g", "op", Expectation{Outcome: Fail}, s.c.results, err)
+	verdict, msg := d.Verdict, d.Message
 	if verdict != Error || !strings.Contains(msg, "subject op stopped during the case: exit status 3") || !strings.Contains(msg, "panic: boom") {
 		t.Errorf("verdict %s: %s", verdict, msg)
 	}
@@ -531,8 +534,8 @@ func TestUnplannedReboot(t *testing.T) {
 	s.truth("a", "dummy")
 	now := time.Now()
 	// A planned reboot a -> b ...
-	s.c.disrupted = []*disruption{{kind: "reboot", node: "n0", start: now, end: now.Add(time.Second), completed: true,
-		outcome: nodeapi.RebootOutcome{OldBootID: "a", NewBootID: "b"}}}
+	s.c.disrupted = []*judging.Disruption{{Kind: "reboot", Reboot: true, Node: "n0", Start: now, End: now.Add(time.Second), Completed: true,
+		Outcome: nodeapi.RebootOutcome{OldBootID: "a", NewBootID: "b"}}}
 	s.truth("b")
 	s.node(corev1.ConditionTrue, "b")
 	s.truth("b", "dummy")
@@ -549,13 +552,14 @@ func TestUnplannedReboot(t *testing.T) {
 		t.Fatalf("metrics %+v", ms)
 	}
 	err := s.c.checkUnplanned(ms)
-	_, verdict, msg := judge("kubelet-restart-no-reboot", "bootid", Expectation{Outcome: Pass}, nil, err)
+	d := decide("kubelet-restart-no-reboot", "bootid", Expectation{Outcome: Pass}, nil, err)
+	verdict, msg := d.Verdict, d.Message
 	if verdict != Error || !strings.Contains(msg, "invalid run: unplanned reboot (node n0 from boot b to c at") || !strings.Contains(msg, "the control no longer tests what it claims") {
 		t.Errorf("verdict %s: %s", verdict, msg)
 	}
 	// The current boot is the unplanned one: reload is judged there.
 	later := time.Now().Add(2 * time.Second) // after the planned reboot's end
-	if got := wantBoot(s.c.facts(later), s.c.obs.NodeRecord("n0"), "n0", later); got != "c" {
+	if got := judging.WantBoot(s.c.facts(later), s.c.obs.NodeRecord("n0"), "n0", later); got != "c" {
 		t.Errorf("current boot %q, want c", got)
 	}
 	// Outside a no-reboot control it is reported, not an error.
@@ -608,10 +612,11 @@ func TestObservationGap(t *testing.T) {
 	s := newScript(t, "fast")
 	now := time.Now()
 	s.c.baseAt = now.Add(-10 * time.Second)
-	s.c.disrupted = []*disruption{{kind: "reboot", node: "n0", start: now.Add(-5 * time.Second)}}
+	s.c.disrupted = []*judging.Disruption{{Kind: "reboot", Reboot: true, Node: "n0", Start: now.Add(-5 * time.Second)}}
 	s.c.obs.gaps = []WatchGap{{What: "Pods", From: now.Add(-4 * time.Second), To: now.Add(-3 * time.Second), Err: "watch expired (410 Gone): too old resource version"}}
 	err := s.c.checkObservation(now)
-	_, verdict, msg := judge("kubelet-restart-no-reboot", "legacy", Expectation{Outcome: Fail}, []AssertionResult{{Name: AssertNoExtraWork, OK: true}}, err)
+	d := decide("kubelet-restart-no-reboot", "legacy", Expectation{Outcome: Fail}, []AssertionResult{{Name: AssertNoExtraWork, OK: true}}, err)
+	verdict, msg := d.Verdict, d.Message
 	if verdict != Error || !strings.Contains(msg, "invalid run: observation gap: the Pods watch was broken from") || !strings.Contains(msg, "410 Gone") {
 		t.Errorf("verdict %s: %s", verdict, msg)
 	}

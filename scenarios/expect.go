@@ -1,72 +1,28 @@
 package scenarios
 
 import (
-	"fmt"
-	"slices"
-	"strings"
-
+	"github.com/bootproof/bootproof/scenarios/judging"
 	"go.yaml.in/yaml/v3"
 )
 
-// Expectation is the outcome a subject should get in a scenario: pass,
-// or fail through one of the named assertions (through any assertion
-// when none are named).
-type Expectation struct {
-	// Outcome is Pass or Fail.
-	Outcome string
-	// Assertions, with Fail, are the assertions the subject may fail
-	// through; failing through another one is an error (the case failed
-	// for the wrong reason). Empty: any assertion.
-	Assertions []string
-	// Source says where the expectation was stated, for messages.
-	Source string
-}
+// Expectation is the outcome a subject should get in a scenario
+// (judging.Expectation), as scenario and subject files state it.
+type Expectation judging.Expectation
 
-// Judged lists the assertions a subject can fail through: a violated
-// precondition makes the run invalid (an error), never a failure.
-var Judged = []string{AssertInitialLoad, AssertWorker, AssertReload, AssertNoExtraWork, AssertConsistency, AssertStatusAfterLoad}
-
-// expectationSyntax is the accepted form, for error messages.
-var expectationSyntax = "pass, fail, or fail:<assertion>[,<assertion>...] with assertions " + strings.Join(Judged, ", ")
-
-// ParseExpectation reads "pass", "fail" or "fail:reload,no-extra-work".
+// ParseExpectation reads "pass", "fail" or "fail:reload,no-extra-work"
+// (judging.ParseExpectation).
 func ParseExpectation(s string) (Expectation, error) {
-	s = strings.TrimSpace(s)
-	outcome, list, hasList := strings.Cut(s, ":")
-	switch {
-	case outcome == Pass && !hasList:
-		return Expectation{Outcome: Pass}, nil
-	case outcome == Fail && !hasList:
-		return Expectation{Outcome: Fail}, nil
-	case outcome == Fail:
-		e := Expectation{Outcome: Fail}
-		for _, a := range strings.Split(list, ",") {
-			a = strings.TrimSpace(a)
-			if !slices.Contains(Judged, a) {
-				return Expectation{}, fmt.Errorf("%q: unknown assertion %q: accepted: %s", s, a, expectationSyntax)
-			}
-			if slices.Contains(e.Assertions, a) {
-				return Expectation{}, fmt.Errorf("%q: assertion %s listed twice", s, a)
-			}
-			e.Assertions = append(e.Assertions, a)
-		}
-		return e, nil
-	}
-	return Expectation{}, fmt.Errorf("%q: accepted: %s", s, expectationSyntax)
+	e, err := judging.ParseExpectation(s)
+	return Expectation(e), err
 }
 
 // String is the form ParseExpectation reads.
-func (e Expectation) String() string {
-	if e.Outcome == Fail && len(e.Assertions) > 0 {
-		return Fail + ":" + strings.Join(e.Assertions, ",")
-	}
-	return e.Outcome
-}
+func (e Expectation) String() string { return judging.Expectation(e).String() }
 
 // UnmarshalYAML implements yaml.Unmarshaler.
 func (e *Expectation) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return &FieldError{Line: n.Line, column: n.Column, Msg: "want " + expectationSyntax}
+		return &FieldError{Line: n.Line, column: n.Column, Msg: "want " + judging.ExpectationSyntax}
 	}
 	v, err := ParseExpectation(n.Value)
 	if err != nil {

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"encoding/json"
+	"github.com/bootproof/bootproof/scenarios/judging"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -154,14 +155,15 @@ func TestClusterFaultMakesTheCaseAnError(t *testing.T) {
 	now := time.Now()
 	s.c.e.Health = &HealthMonitor{Cluster: faultyCluster{{Component: "kube-controller-manager", From: now.Add(-2 * time.Second), To: now.Add(-time.Second), Detail: "exited: signal: killed"}}}
 	s.c.baseAt = now.Add(-10 * time.Second)
-	s.c.disrupted = []*disruption{{kind: "reboot", node: "n0", start: now.Add(-5 * time.Second)}}
+	s.c.disrupted = []*judging.Disruption{{Kind: "reboot", Reboot: true, Node: "n0", Start: now.Add(-5 * time.Second)}}
 	err := s.c.checkCluster(now)
-	_, verdict, msg := judge("fast-reboot-0.5g", "legacy", Expectation{Outcome: Fail}, []AssertionResult{{Name: AssertReload, OK: false}}, err)
+	d := decide("fast-reboot-0.5g", "legacy", Expectation{Outcome: Fail}, []AssertionResult{{Name: AssertReload, OK: false}}, err)
+	verdict, msg := d.Verdict, d.Message
 	if verdict != Error || !strings.Contains(msg, "cluster fault during the case: kube-controller-manager down from") || !strings.Contains(msg, "signal: killed") {
 		t.Errorf("verdict %s: %s", verdict, msg)
 	}
 	// A fault that ended before the first disruption does not count.
-	s.c.disrupted[0].start = now.Add(-500 * time.Millisecond)
+	s.c.disrupted[0].Start = now.Add(-500 * time.Millisecond)
 	if err := s.c.checkCluster(now); err != nil {
 		t.Errorf("a fault before the first disruption: %v", err)
 	}

@@ -57,7 +57,7 @@ func (c *caseRun) run(ctx context.Context) (retErr error) {
 	if err != nil {
 		return err
 	}
-	return c.judge(ctx, aborted)
+	return c.finalChecks(ctx, aborted)
 }
 
 // newClients makes the clients a case uses: the engine's clients when a
@@ -171,8 +171,8 @@ func (c *caseRun) timeline(ctx context.Context) (aborted bool, err error) {
 	return false, nil
 }
 
-// judge waits for the end state and runs the assertions.
-func (c *caseRun) judge(ctx context.Context, aborted bool) error {
+// finalChecks waits for the end state and runs the assertions.
+func (c *caseRun) finalChecks(ctx context.Context, aborted bool) error {
 	c.waitInflight(c.names)
 	if err := c.backgroundErr(); err != nil {
 		return err

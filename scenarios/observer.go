@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bootproof/bootproof/contract"
+	"github.com/bootproof/bootproof/scenarios/judging"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,12 +37,6 @@ type Truth struct {
 	Actions map[string]ActionCount
 }
 
-// ActionCount is how many times a module was loaded and unloaded in one
-// boot.
-type ActionCount struct {
-	Loads, Unloads int
-}
-
 // GroundTruthReader is the capability of a node backend whose nodes
 // publish their kernel's ground truth on their Leases (the lightweight
 // kubelet, simulated or in a VM, does: contract.GroundTruthAnnotation).
@@ -64,15 +59,6 @@ func truthOf(g *contract.GroundTruth) Truth {
 		}
 	}
 	return t
-}
-
-// StatusEntry is one NodeModulesConfig status entry.
-type StatusEntry struct {
-	Name          string
-	Namespace     string
-	BootID        string
-	KernelVersion string
-	ModuleName    string
 }
 
 // podObs is what the observer knows of one worker pod.
@@ -112,13 +98,13 @@ type nodeObs struct {
 	truthActions map[string]map[string]ActionCount
 	// lifecycleTaints are the node's not-ready and unreachable taints.
 	lifecycleTaints []string
-	truths          []TruthSeen // every ground truth, in the order seen
+	truths          []judging.TruthSeen // every ground truth, in the order seen
 	// kernelLoaded is the kernel's own stamp of each module's load, per
 	// boot+module, from the first ground truth that listed it.
 	kernelLoaded map[string]time.Time
 	// claims is every status claim seen, in the order seen; the open
 	// ones have a zero Until.
-	claims []StatusClaim
+	claims []judging.StatusClaim
 }
 
 // Observer watches one case's Nodes, Leases, worker pods and
@@ -346,8 +332,8 @@ func (o *Observer) Snapshot(node string) NodeSnapshot {
 func (s NodeSnapshot) String() string {
 	var st []string
 	for _, e := range s.Status {
-		st = append(st, fmt.Sprintf("%s@%s", e.Name, short(e.BootID)))
+		st = append(st, fmt.Sprintf("%s@%s", e.Name, judging.Short(e.BootID)))
 	}
 	return fmt.Sprintf("Ready=%s boot=%s kernel=%s; ground truth: boot=%s modules=%v; NMC status: %v; worker pods: %v",
-		s.Ready, short(s.BootID), s.KernelVersion, short(s.TruthBoot), s.TruthModules, st, s.Pods)
+		s.Ready, judging.Short(s.BootID), s.KernelVersion, judging.Short(s.TruthBoot), s.TruthModules, st, s.Pods)
 }

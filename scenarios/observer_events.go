@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bootproof/bootproof/contract"
+	"github.com/bootproof/bootproof/scenarios/judging"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -97,7 +98,7 @@ func (o *Observer) onLease(obj any) {
 	}
 	if s.truth == nil || s.truth.BootID != t.BootID || !maps.Equal(modNames(s.truth.Modules), modNames(t.Modules)) {
 		s.truth, s.truthAt = &t, now
-		s.truths = append(s.truths, TruthSeen{At: now, BootID: t.BootID, Modules: sortedKeys(t.Modules)})
+		s.truths = append(s.truths, judging.TruthSeen{At: now, BootID: t.BootID, Modules: sortedKeys(t.Modules)})
 		if _, seen := s.truthBootSeen[t.BootID]; !seen {
 			s.truthBootSeen[t.BootID] = now
 		}
@@ -230,20 +231,13 @@ func (o *Observer) onNMC(obj any) {
 	}
 	if !slices.Equal(s.status, status) {
 		s.status = status
-		s.claims = updateClaims(s.claims, status, now)
+		s.claims = judging.UpdateClaims(s.claims, status, now)
 		var parts []string
 		for _, e := range status {
-			parts = append(parts, fmt.Sprintf("%s@%s", e.Name, short(e.BootID)))
+			parts = append(parts, fmt.Sprintf("%s@%s", e.Name, judging.Short(e.BootID)))
 		}
 		o.record(TraceEvent{Kind: TraceStatus, Node: u.GetName(), Detail: strings.Join(parts, ",")}, now)
 	}
-}
-
-func short(id string) string {
-	if len(id) > 8 {
-		return id[:8]
-	}
-	return id
 }
 
 // entries reads spec.modules or status.modules of an NMC.

@@ -1,13 +1,13 @@
 package scenarios
 
 import (
-	"cmp"
 	"fmt"
 	"maps"
 	"math"
-	"slices"
 	"strconv"
 	"time"
+
+	"github.com/bootproof/bootproof/scenarios/judging"
 )
 
 // ReloadBound is how long a subject has to reload, the same for every
@@ -83,267 +83,6 @@ func (b ReloadBound) Resolve(firstLoad, timeout, grace time.Duration) time.Durat
 	return min(timeout, max(b.AtLeast.Resolve(grace), bound))
 }
 
-// waitKind says what a wait waits for.
-type waitKind int
-
-const (
-	waitReload waitKind = iota // every module of each node's spec loaded in its current boot
-	waitWorker                 // a worker pod reaching a state
-)
-
-// caseWait is one wait of a case: what it waited for and the window the
-// subject had. The engine's poll only decides when to stop waiting;
-// whether the wait held is judged afterwards, by judgeWait, from the
-// case's facts and the observer's Record like every other assertion.
-type caseWait struct {
-	kind    waitKind
-	what    string // "actions[2] wait-reloaded (line 14)", "the final check"
-	nodes   []string
-	spec    map[string][]Module // waitReload: each node's modules
-	worker  Action              // waitWorker: which pod, in which state
-	start   time.Time
-	timeout time.Duration
-	// why says how timeout was chosen: "the reload bound (...)", "the
-	// deadline", "its timeout".
-	why string
-	// end is when the poll stopped (zero while it runs).
-	end time.Time
-	// last is each node's observed state when the wait stopped, for
-	// messages only.
-	last map[string]string
-}
-
-// until is the end of the wait's window: when it stopped, or its
-// timeout's end if it stopped later.
-func (w caseWait) until() time.Time {
-	d := w.start.Add(w.timeout)
-	if !w.end.IsZero() && w.end.Before(d) {
-		return w.end
-	}
-	return d
-}
-
-// nodeLoad is one node's part of a reload wait, as judged.
-type nodeLoad struct {
-	node, boot string
-	// missing are the modules not loaded in boot while the Node showed
-	// it, at any moment of the wait's window.
-	missing []string
-	// loaded is when they all were, with the Node in that boot (zero
-	// when missing).
-	loaded time.Time
-}
-
-// waitResult is a wait as judged.
-type waitResult struct {
-	held  bool
-	nodes []nodeLoad // waitReload
-	why   string     // waitWorker: what was not seen
-}
-
-// judgeWait judges one wait on the case's facts and the Record: a
-// reload wait held when, for each of its nodes, at some moment of its
-// window (from its start until it stopped, at most its timeout) the Node
-// showed the boot the node had to be in (wantBoot at the window's end)
-// and the kernel showed every module of the node's spec loaded in that
-// boot; a worker wait held when a matching worker pod reached the state
-// by the window's end.
-func judgeWait(f caseFacts, r Record, w caseWait) waitResult {
-	end := w.until()
-	if w.kind == waitWorker {
-		for _, n := range w.nodes {
-			if !workerSeen(r.Pods, n, w.worker, end) {
-				return waitResult{why: fmt.Sprintf("no %s worker pod %s on node %s within %s", w.worker.WorkerAction, w.worker.State, n, w.timeout)}
-			}
-		}
-		return waitResult{held: true}
-	}
-	out := waitResult{held: true}
-	for _, n := range w.nodes {
-		nr := r.Nodes[n]
-		boot := wantBoot(f, nr, n, end)
-		var mods []string
-		for _, m := range w.spec[n] {
-			mods = append(mods, m.ModuleName)
-		}
-		nl := nodeLoad{node: n, boot: boot}
-		if at, ok := loadedIn(nr, boot, mods, w.start, end); ok {
-			nl.loaded = at
-		} else {
-			out.held = false
-			for _, m := range mods {
-				if _, ok := loadedIn(nr, boot, []string{m}, w.start, end); !ok {
-					nl.missing = append(nl.missing, m)
-				}
-			}
-			if len(nl.missing) == 0 { // each alone, never all at once
-				nl.missing = mods
-			}
-		}
-		out.nodes = append(out.nodes, nl)
-	}
-	return out
-}
-
-// bootsNotVisible lists the nodes of nodes whose Node status has not
-// shown the new boot of their last completed reboot yet.
-func bootsNotVisible(f caseFacts, r Record, nodes []string) []string {
-	var out []string
-	for _, n := range nodes {
-		want := rebootedInto(f, n, f.now)
-		if _, ok := r.Nodes[n].BootSeen[want]; want != "" && !ok {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// wantBoot is the boot node n had to be in at t: the new boot of its
-// last reboot completed by then, else the boot its Node showed at t; but
-// a boot its kernel showed at t that was first seen after that one (a
-// reboot nobody asked for) is the current one.
-func wantBoot(f caseFacts, nr NodeRecord, n string, t time.Time) string {
-	return currentBoot(rebootedInto(f, n, t), NodeSnapshot{BootID: nr.BootAt(t), TruthBoot: nr.TruthAt(t).BootID}, nr)
-}
-
-// rebootedInto is the new boot of node n's last reboot completed by t
-// ("": none).
-func rebootedInto(f caseFacts, n string, t time.Time) string {
-	boot := ""
-	for _, d := range f.disrupted {
-		if d.node == n && d.kind == ActReboot && d.completed && !d.end.After(t) {
-			boot = d.outcome.NewBootID
-		}
-	}
-	return boot
-}
-
-// currentBoot is the boot a node is known to be in: rebooted, the new
-// boot of its last completed reboot ("" if none), else what the API
-// shows (sn); but a boot the kernel shows that was first seen after it
-// (in nr: a reboot nobody asked for) is the current one.
-func currentBoot(rebooted string, sn NodeSnapshot, nr NodeRecord) string {
-	want := cmp.Or(rebooted, sn.BootID)
-	if sn.TruthBoot == "" || sn.TruthBoot == want {
-		return want
-	}
-	if seen := nr.FirstSeen(want); !seen.IsZero() && nr.FirstSeen(sn.TruthBoot).After(seen) {
-		return sn.TruthBoot
-	}
-	return want
-}
-
-// BootAt is the boot the node's Node showed at t: the boot first seen
-// last at or before t ("" before any).
-func (r NodeRecord) BootAt(t time.Time) string {
-	boot, seen := "", time.Time{}
-	for b, at := range r.BootSeen {
-		if !at.After(t) && (boot == "" || at.After(seen)) {
-			boot, seen = b, at
-		}
-	}
-	return boot
-}
-
-// TruthAt is the ground truth the node's kernel showed at t (zero
-// before any).
-func (r NodeRecord) TruthAt(t time.Time) TruthSeen {
-	var out TruthSeen
-	for _, s := range r.Truths {
-		if s.At.After(t) {
-			break
-		}
-		out = s
-	}
-	return out
-}
-
-// bootUntil is when the Node stopped showing boot: the first sighting of
-// a boot first seen after it (zero: it still shows it).
-func (r NodeRecord) bootUntil(boot string) time.Time {
-	from := r.BootSeen[boot]
-	var until time.Time
-	for b, at := range r.BootSeen {
-		if b != boot && at.After(from) && (until.IsZero() || at.Before(until)) {
-			until = at
-		}
-	}
-	return until
-}
-
-// loadedIn finds a moment in [from, to] at which the Node showed boot
-// and the kernel showed boot with every module of mods loaded, and
-// returns when that state began (it may be before from).
-func loadedIn(nr NodeRecord, boot string, mods []string, from, to time.Time) (time.Time, bool) {
-	visible, ok := nr.BootSeen[boot]
-	if !ok || boot == "" {
-		return time.Time{}, false
-	}
-	bootEnd := nr.bootUntil(boot)
-	for i, s := range nr.Truths {
-		if s.BootID != boot || !containsAll(s.Modules, mods) {
-			continue
-		}
-		lo := later(s.At, visible)
-		hi := bootEnd
-		if i+1 < len(nr.Truths) && (hi.IsZero() || nr.Truths[i+1].At.Before(hi)) {
-			hi = nr.Truths[i+1].At
-		}
-		if !hi.IsZero() && !hi.After(lo) {
-			continue // the Node left the boot before the kernel showed it loaded
-		}
-		if lo.After(to) {
-			return time.Time{}, false
-		}
-		if hi.IsZero() || hi.After(from) {
-			return lo, true
-		}
-	}
-	return time.Time{}, false
-}
-
-func containsAll(have, want []string) bool {
-	for _, m := range want {
-		if !slices.Contains(have, m) {
-			return false
-		}
-	}
-	return true
-}
-
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
-// workerSeen: a worker pod of node matching a (module, action) reached
-// a.State (created, running or succeeded) by until.
-func workerSeen(pods []podObs, node string, a Action, until time.Time) bool {
-	for _, p := range pods {
-		if p.node != node || (a.WorkerAction != "" && p.action != a.WorkerAction) || (a.Module != "" && p.moduleName != a.Module) {
-			continue
-		}
-		var at time.Time
-		switch a.State {
-		case "created":
-			at = p.created
-		case "running":
-			at = p.runningAt
-			if at.IsZero() || (!p.succeededAt.IsZero() && p.succeededAt.Before(at)) {
-				at = p.succeededAt
-			}
-		case "succeeded":
-			at = p.succeededAt
-		}
-		if !at.IsZero() && !at.After(until) {
-			return true
-		}
-	}
-	return false
-}
-
 // reloadTimeout is the timeout of a reload wait whose own timeout is
 // timeout: cut to the reload bound once the first load was measured. why
 // says which, for messages.
@@ -354,9 +93,9 @@ func (c *caseRun) reloadTimeout(timeout time.Duration) (time.Duration, string) {
 	if first <= 0 {
 		return timeout, "its full timeout: no first load measured yet"
 	}
-	measured := fmt.Sprintf("the first load took %s", seconds(first))
+	measured := fmt.Sprintf("the first load took %s", HumanDuration(first))
 	if slowest > first {
-		measured = fmt.Sprintf("the slowest reload so far took %s, the first load %s", seconds(slowest), seconds(first))
+		measured = fmt.Sprintf("the slowest reload so far took %s, the first load %s", HumanDuration(slowest), HumanDuration(first))
 	}
 	d := c.s.ReloadBound.Resolve(max(first, slowest), timeout, c.grace)
 	if d < timeout {
@@ -369,18 +108,18 @@ func (c *caseRun) reloadTimeout(timeout time.Duration) (time.Duration, string) {
 // each node in another boot than the one it had at the start, from the
 // new boot first visible to its modules loaded in it (as judgeReload
 // reports reload latencies).
-func (c *caseRun) measureReload(jr waitResult, r Record) {
+func (c *caseRun) measureReload(jr judging.WaitResult, r judging.Record) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, nl := range jr.nodes {
-		if nl.boot == c.baseBoot[nl.node] || nl.loaded.IsZero() {
+	for _, nl := range jr.Nodes {
+		if nl.Boot == c.baseBoot[nl.Node] || nl.Loaded.IsZero() {
 			continue
 		}
-		from := cmp.Or(r.Nodes[nl.node].BootSeen[nl.boot], r.Nodes[nl.node].FirstSeen(nl.boot))
+		from := r.Visible(nl.Node, nl.Boot)
 		if from.IsZero() {
 			continue
 		}
-		c.slowestReload = max(c.slowestReload, nl.loaded.Sub(from))
+		c.slowestReload = max(c.slowestReload, nl.Loaded.Sub(from))
 	}
 }
 
@@ -388,18 +127,18 @@ func (c *caseRun) measureReload(jr waitResult, r Record) {
 // wait that held with every node still in the boot it had when the
 // subject started: from the subject's start to the last node's modules
 // loaded.
-func (c *caseRun) measureFirstLoad(jr waitResult) {
+func (c *caseRun) measureFirstLoad(jr judging.WaitResult) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.firstLoad > 0 || c.subjectAt.IsZero() || len(jr.nodes) == 0 {
+	if c.firstLoad > 0 || c.subjectAt.IsZero() || len(jr.Nodes) == 0 {
 		return
 	}
 	var last time.Time
-	for _, nl := range jr.nodes {
-		if nl.boot != c.baseBoot[nl.node] {
+	for _, nl := range jr.Nodes {
+		if nl.Boot != c.baseBoot[nl.Node] {
 			return // a reboot came first: this is no first load
 		}
-		last = later(last, nl.loaded)
+		last = judging.Later(last, nl.Loaded)
 	}
 	c.firstLoad = max(last.Sub(c.subjectAt), time.Millisecond)
 }
@@ -433,11 +172,11 @@ func (c *caseRun) measureFirstLoadTruth(until time.Time) {
 		if len(want[n]) == 0 {
 			continue
 		}
-		at, ok := loadedIn(r.Nodes[n], boot, want[n], from, until)
+		at, ok := judging.LoadedIn(r.Nodes[n], boot, want[n], from, until)
 		if !ok {
 			return
 		}
-		last = later(last, at)
+		last = judging.Later(last, at)
 	}
 	if last.IsZero() {
 		return

@@ -1,19 +1,10 @@
 package scenarios
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
-)
-
-// Verdict values of results.json and JUnit.
-const (
-	Pass    = "pass"
-	Fail    = "fail"
-	Error   = "error"
-	Skipped = "skipped"
 )
 
 // Results is the content of results.json.
@@ -77,21 +68,6 @@ type CaseResult struct {
 	Trace       []TraceEvent       `json:"-"`
 }
 
-// AssertionResult is one assertion's outcome.
-type AssertionResult struct {
-	Name    string `json:"name"`
-	OK      bool   `json:"ok"`
-	Message string `json:"message,omitempty"`
-	// NotJudged names a part of the assertion that was left out, and why:
-	// consistency's boot part where the subject's API has no boot IDs.
-	// Reports show it beside the verdict, so a pass that judged less is
-	// never mistaken for a whole one.
-	NotJudged string `json:"not_judged,omitempty"`
-	// Reloads, for a reload assertion that holds, is every reload it
-	// judged: each node's latency in each new boot.
-	Reloads []ReloadLatency `json:"reloads,omitempty"`
-}
-
 // Unjudged lists the parts of the case's assertions that were left out:
 // "consistency: boot part not judged: ...".
 func (c CaseResult) Unjudged() []string {
@@ -145,25 +121,6 @@ func (b ReloadBoundResult) Format(format func(time.Duration) string) string {
 			format(time.Duration(b.SlowestReloadMS)*time.Millisecond), dl)
 	}
 	return fmt.Sprintf("%s (%s: first load %s; the deadline %s caps it)", format(bound), b.Rule, format(first), dl)
-}
-
-// RebootMetric describes one reboot of one node.
-type RebootMetric struct {
-	Node      string `json:"node"`
-	OldBootID string `json:"old_boot_id"`
-	NewBootID string `json:"new_boot_id"`
-	// Planned is false for a boot ID change no action asked for (a VM
-	// reset from outside, a node that crashed): StartMS is then when the
-	// new boot was first seen, and DowntimeMS is -1 (unknown).
-	Planned      bool  `json:"planned"`
-	DowntimeMS   int64 `json:"downtime_ms"`
-	NotReadySeen bool  `json:"not_ready_seen"`
-	// Latencies from the new bootID being visible in the API; -1 when it
-	// did not happen.
-	DetectionLatencyMS int64 `json:"detection_latency_ms"`
-	ReloadLatencyMS    int64 `json:"reload_latency_ms"`
-	StartMS            int64 `json:"start_ms"`
-	BootVisibleMS      int64 `json:"boot_visible_ms"`
 }
 
 // TraceEvent is one observation, times relative to the case's start.
@@ -239,16 +196,4 @@ const (
 type CaseTrace struct {
 	Case   string       `json:"case"`
 	Events []TraceEvent `json:"events"`
-}
-
-// UnmarshalJSON reads a RebootMetric; one written before unplanned reboots
-// were reported has no "planned" and was planned.
-func (m *RebootMetric) UnmarshalJSON(data []byte) error {
-	type plain RebootMetric
-	p := plain{Planned: true}
-	if err := json.Unmarshal(data, &p); err != nil {
-		return err
-	}
-	*m = RebootMetric(p)
-	return nil
 }

@@ -24,27 +24,6 @@ const (
 	ActSleep          ActionKind = "sleep"
 )
 
-// Precondition is what a scenario claims about the nodes' Ready
-// condition, which the precondition assertion checks: that the run
-// tested what the scenario is about.
-type Precondition string
-
-// Preconditions.
-const (
-	// PreconditionFast: Ready never leaves True (a reboot inside the
-	// grace period).
-	PreconditionFast Precondition = "fast"
-	// PreconditionSlow: Ready leaves True for every disruption.
-	PreconditionSlow Precondition = "slow"
-	// PreconditionRecorded: observed and reported, not required.
-	PreconditionRecorded Precondition = "recorded"
-)
-
-// Preconditions lists every precondition.
-func Preconditions() []Precondition {
-	return []Precondition{PreconditionFast, PreconditionSlow, PreconditionRecorded}
-}
-
 func joinPreconditions() string {
 	out := make([]string, 0, 3)
 	for _, p := range Preconditions() {

@@ -218,8 +218,8 @@ func (c *caseRun) checkObservation(until time.Time) error {
 func (c *caseRun) firstDisruption() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.disrupted) > 0 && !c.disrupted[0].start.IsZero() {
-		return c.disrupted[0].start
+	if len(c.disrupted) > 0 && !c.disrupted[0].Start.IsZero() {
+		return c.disrupted[0].Start
 	}
 	return c.baseAt
 }
