@@ -102,7 +102,7 @@ FUZZTIME ?= 30s
 
 .PHONY: fuzz
 fuzz: ## Run each Go fuzz target (subject and scenario files, results.json, the runtime shim's rewriting) for FUZZTIME (default 30s); new failing inputs land in the package's testdata/fuzz/.
-	@set -e; for t in reports:FuzzDecodeResults scenarios:FuzzDecode harness/subject:FuzzDecodeFile harness/kindhost:FuzzDropCapabilities; do \
+	@set -e; for t in reports:FuzzDecodeResults scenarios:FuzzDecode internal/subject:FuzzDecodeFile internal/kindhost:FuzzDropCapabilities; do \
 	  echo "fuzz: $${t#*:} in ./$${t%%:*} for $(FUZZTIME)"; \
 	  $(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) ./$${t%%:*}/; \
 	done
@@ -155,7 +155,7 @@ generate: ## Regenerate kmm's deepcopy code and CRD YAML with the controller-gen
 .PHONY: bench
 bench: controlplane ## Benchmarks; figures go to _output/bench/ (JSON and Markdown).
 	BOOTPROOF_BENCH_DIR=$(REPORTS_DIR)/bench $(GO) test -run '^$$' -bench BenchmarkStart -benchtime 5x ./harness/controlplane/
-	BOOTPROOF_BENCH_DIR=$(REPORTS_DIR)/bench $(GO) test -run '^$$' -bench BenchmarkReloadLatency -benchtime 1x -timeout 30m ./harness/runner/
+	BOOTPROOF_BENCH_DIR=$(REPORTS_DIR)/bench $(GO) test -run '^$$' -bench BenchmarkReloadLatency -benchtime 1x -timeout 30m ./internal/runner/
 	BOOTPROOF_BENCH_DIR=$(REPORTS_DIR)/bench $(GO) test -run '^$$' -bench BenchmarkFleetScale -benchtime 1x -timeout 60m ./fakes/
 	@echo "figures written to $(REPORTS_DIR)/bench/"
 
@@ -167,14 +167,14 @@ kwok: ## Build bin/kwok (sigs.k8s.io/kwok, the baseline of 'make bench-fleet') f
 bench-fleet: controlplane build kwok ## bootproof's fleet vs KWOK, BENCH_FLEET_NODES (default 1000) nodes each: CPU, RSS, plane CPU, false NotReady, lease lateness, ratios; _output/bench/fleet-vs-kwok.{json,md}.
 	BOOTPROOF_BENCH_DIR=$(REPORTS_DIR)/bench BOOTPROOF_BENCH_FLEET_NODES=$(BENCH_FLEET_NODES) \
 	  BOOTPROOF_BENCH_FLEET_SETTLE=$(BENCH_FLEET_SETTLE) BOOTPROOF_BENCH_FLEET_WINDOW=$(BENCH_FLEET_WINDOW) \
-	  $(GO) test -run '^$$' -bench BenchmarkFleetVsKWOK -benchtime 1x -timeout 60m -v ./harness/bench/
+	  $(GO) test -run '^$$' -bench BenchmarkFleetVsKWOK -benchtime 1x -timeout 60m -v ./internal/bench/
 	@echo "figures written to $(REPORTS_DIR)/bench/fleet-vs-kwok.md"
 
 .PHONY: bench-fleet-max
 bench-fleet-max: controlplane build ## The largest fleet this machine holds: bootproof's fleet alone at BENCH_FLEETMAX_STEPS nodes, until false NotReady or saturation; _output/bench/fleet-max.{json,md}.
 	BOOTPROOF_BENCH_DIR=$(REPORTS_DIR)/bench BOOTPROOF_BENCH_FLEETMAX_STEPS=$(BENCH_FLEETMAX_STEPS) \
 	  BOOTPROOF_BENCH_FLEETMAX_SETTLE=$(BENCH_FLEETMAX_SETTLE) BOOTPROOF_BENCH_FLEETMAX_WINDOW=$(BENCH_FLEETMAX_WINDOW) \
-	  $(GO) test -run '^$$' -bench BenchmarkFleetMax -benchtime 1x -timeout 120m -v ./harness/bench/
+	  $(GO) test -run '^$$' -bench BenchmarkFleetMax -benchtime 1x -timeout 120m -v ./internal/bench/
 	@echo "figures written to $(REPORTS_DIR)/bench/fleet-max.md"
 
 .PHONY: run
@@ -213,7 +213,7 @@ e2e-libvirt: controlplane gotestsum ## Real VMs: every reboot mode over libvirt,
 	@$(MAKE) --no-print-directory build-libvirt
 	@rm -rf $(REPORTS_DIR)/libvirt && mkdir -p $(REPORTS_DIR)
 	BOOTPROOF_VM_TEST=1 BOOTPROOF_REQUIRE_CONTROLPLANE=1 $(BIN_DIR)/gotestsum --format testname --junitfile $(REPORTS_DIR)/junit-libvirt-modes.xml -- \
-	  -count=1 -p 1 -timeout 45m -run 'TestVMBootRebootQEMU|TestLibvirtRebootModes|TestVMIsolation|TestLibvirtKilledOwner|TestRunKilledLeavesNoVM' ./vmprovision/ ./harness/cli/
+	  -count=1 -p 1 -timeout 45m -run 'TestVMBootRebootQEMU|TestLibvirtRebootModes|TestVMIsolation|TestLibvirtKilledOwner|TestRunKilledLeavesNoVM' ./vmprovision/ ./internal/cli/
 	$(BIN_DIR)/bootproof run --cluster embedded --nodes libvirt --subject bootid --subject legacy --parallel $(LIBVIRT_PARALLEL) \
 	  $(if $(LIBVIRT_LABEL),--label $(LIBVIRT_LABEL)) --report-dir $(REPORTS_DIR)/libvirt; rc=$$?; \
 	  if [ -f $(REPORTS_DIR)/libvirt/junit.xml ]; then cp $(REPORTS_DIR)/libvirt/junit.xml $(REPORTS_DIR)/junit-libvirt.xml; fi; exit $$rc
@@ -222,7 +222,7 @@ e2e-libvirt: controlplane gotestsum ## Real VMs: every reboot mode over libvirt,
 .PHONY: bench-libvirt
 bench-libvirt: controlplane build-libvirt ## VM reboot latency (reset -> first heartbeat, reset -> module loaded, and the boot phases between) over 5 reboots; figures in _output/bench/.
 	@hack/preflight-libvirt.sh
-	BOOTPROOF_VM_TEST=1 BOOTPROOF_BENCH_DIR=$(REPORTS_DIR)/bench $(GO) test -run '^$$' -bench BenchmarkLibvirtReboot -benchtime 1x -timeout 30m ./harness/runner/
+	BOOTPROOF_VM_TEST=1 BOOTPROOF_BENCH_DIR=$(REPORTS_DIR)/bench $(GO) test -run '^$$' -bench BenchmarkLibvirtReboot -benchtime 1x -timeout 30m ./internal/runner/
 	@echo "figures written to $(REPORTS_DIR)/bench/"
 
 .PHONY: clean

@@ -4,7 +4,7 @@ import "slices"
 
 // The versions and kinds of bootproof's own file formats: a scenario file
 // (package scenarios decodes it) and a subject file (package
-// harness/subject decodes it) open with
+// internal/subject decodes it) open with
 //
 //	apiVersion: bootproof.dev/v1alpha1
 //	kind: Scenario

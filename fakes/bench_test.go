@@ -13,9 +13,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/bootproof/bootproof/fakes"
-	"github.com/bootproof/bootproof/harness/bench"
 	"github.com/bootproof/bootproof/harness/controlplane"
 	"github.com/bootproof/bootproof/harness/controlplane/cptest"
+	"github.com/bootproof/bootproof/internal/bench"
 	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/reports"
 )

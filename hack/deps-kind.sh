@@ -15,7 +15,7 @@
 #    file (every other key kept; a different "default-runtime" or runtime
 #    of the same name is refused, naming it). It removes from a fully
 #    privileged container's capability sets only the capabilities this host
-#    lacks, then runs the real runc (harness/kindhost). On any other host
+#    lacks, then runs the real runc (internal/kindhost). On any other host
 #    nothing is registered. Whether dockerd must restart is decided by what
 #    the running dockerd reports (docker info), not by the file.
 #
@@ -50,7 +50,7 @@
 # Without an install recorded it changes nothing (an earlier deps-kind's
 # shim, installed without a record, is removed with its registration).
 #
-# For its tests (harness/kindhost/depskind_test.go, fake commands on PATH):
+# For its tests (internal/kindhost/depskind_test.go, fake commands on PATH):
 # BOOTPROOF_DEPS_ROOT prefixes every host path above (and then root is not
 # required), BOOTPROOF_DEPS_PROC replaces /proc where the capabilities are
 # read, BOOTPROOF_SHIM_BINARY is a shim to install instead of building one.

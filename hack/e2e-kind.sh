@@ -52,7 +52,7 @@ if [ -z "$image" ]; then image="$("$bin_dir/bootproof" run --help | sed -n 's/.*
 faults_dir="$(dirname "$report_dir")/kind-faults"
 mkdir -p "$faults_dir"
 BOOTPROOF_FAULTS=1 BOOTPROOF_KIND_IMAGE="$image" BOOTPROOF_FAULTS_DIR="$faults_dir" \
-  go test -count=1 -timeout 20m -v -run 'TestKindControlPlaneFaults|TestRunKilledLeavesNoKindCluster' ./harness/suites/faults/ ./harness/cli/ 2>&1 | grep -vE '^\s+[IEW][0-9]{4} '
+  go test -count=1 -timeout 20m -v -run 'TestKindControlPlaneFaults|TestRunKilledLeavesNoKindCluster' ./harness/suites/faults/ ./internal/cli/ 2>&1 | grep -vE '^\s+[IEW][0-9]{4} '
 [ "${PIPESTATUS[0]}" -eq 0 ] || rc=$(( rc == 0 ? 1 : rc ))
 echo "e2e-kind: exit $rc after $((SECONDS - start))s; JUnit $(dirname "$report_dir")/junit-kind.xml, report $report_dir/index.html, fault table $faults_dir/faults.md"
 exit "$rc"

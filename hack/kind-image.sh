@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # 'make kind-image': bootproof's kind node image for the Kubernetes version
 # pinned in tools/controlplane/kube, built on this machine with no registry
-# (harness/kindimage), and rebuilt only when what it is made of changes:
+# (internal/kindimage), and rebuilt only when what it is made of changes:
 # the pins under tools/ (tools/controlplane/{kube,etcd} and their build flags, tools/kindnode/*), the
-# builder (harness/kindimage, this script) and kind's version in go.mod.
+# builder (internal/kindimage, this script) and kind's version in go.mod.
 # Its tag carries a hash of those, so a cached image is found by name, and
 # its label dev.bootproof.checkout a hash of this checkout's path: a new
 # build removes only the images this checkout built before.
@@ -17,7 +17,7 @@ bin_dir="${BIN_DIR:-$PWD/bin}"
 k8s_version="$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' tools/controlplane/kube/go.mod)"
 inputs=(tools/controlplane/kube/go.mod tools/controlplane/kube/go.sum tools/controlplane/etcd/go.mod tools/controlplane/etcd/go.sum tools/kindnode/build.sh hack/kind-image.sh)
 inputs+=(tools/kindnode/*/go.mod tools/kindnode/*/go.sum)
-while IFS= read -r f; do inputs+=("$f"); done < <(find harness/kindimage -type f ! -name '*_test.go' ! -path '*/testdata/*' | LC_ALL=C sort)
+while IFS= read -r f; do inputs+=("$f"); done < <(find internal/kindimage -type f ! -name '*_test.go' ! -path '*/testdata/*' | LC_ALL=C sort)
 stamp="$( { cat "${inputs[@]}"; grep -E '^\s*sigs.k8s.io/kind ' go.mod; tools/controlplane/build.sh --kube-ldflags; } | sha256sum | cut -c1-12)"
 tag="bootproof/kind-node:${k8s_version}-${stamp}"
 # The images this checkout built carry its label; only they are pruned.

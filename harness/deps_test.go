@@ -23,9 +23,9 @@ func TestLinkedPackages(t *testing.T) {
 		pkg    string
 		denied []string // module-relative packages, or a full path; a trailing / denies the subtree
 	}{
-		{"./cmd/bootproof-agent", []string{"scenarios", "harness/", "kmm", "vmprovision", "libvirt.org/go/libvirtxml", "github.com/cavaliergopher/cpio"}},
-		{"./fakes", []string{"scenarios", "harness/", "kmm", "vmprovision"}},
-		{"./vmprovision", []string{"scenarios", "harness/", "kmm"}},
+		{"./cmd/bootproof-agent", []string{"scenarios", "harness/", "internal/", "kmm", "vmprovision", "libvirt.org/go/libvirtxml", "github.com/cavaliergopher/cpio"}},
+		{"./fakes", []string{"scenarios", "harness/", "internal/", "kmm", "vmprovision"}},
+		{"./vmprovision", []string{"scenarios", "harness/", "internal/", "kmm"}},
 	} {
 		t.Run(tc.pkg, func(t *testing.T) {
 			out, err := exec.Command(goBin, "list", "-deps", "../"+strings.TrimPrefix(tc.pkg, "./")).Output()

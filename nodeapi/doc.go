@@ -4,7 +4,7 @@
 // of them, and the reboot vocabulary (RebootMode).
 //
 // It imports nothing of bootproof, so a backend (the simulated nodes
-// wired in harness/backend, the VMs of package vmprovision) implements it
+// wired in internal/backend, the VMs of package vmprovision) implements it
 // without linking the engine, and the engine consumes it without knowing
 // a backend.
 //

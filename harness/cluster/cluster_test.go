@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	"sigs.k8s.io/yaml"
 
-	"github.com/bootproof/bootproof/harness/kindhost"
-	"github.com/bootproof/bootproof/harness/kindimage"
+	"github.com/bootproof/bootproof/internal/kindhost"
+	"github.com/bootproof/bootproof/internal/kindimage"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")

@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 
 	"github.com/bootproof/bootproof/contract"
-	"github.com/bootproof/bootproof/harness/kindhost"
-	"github.com/bootproof/bootproof/harness/kindimage"
+	"github.com/bootproof/bootproof/internal/kindhost"
+	"github.com/bootproof/bootproof/internal/kindimage"
 	"github.com/bootproof/bootproof/ownership"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bootproof/bootproof/harness/kindhost"
+	"github.com/bootproof/bootproof/internal/kindhost"
 )
 
 // ErrNoContainerEngine is returned by KindPreflight when neither docker
@@ -87,7 +87,7 @@ func KindImagePreflight(ctx context.Context, image string) error {
 	missing, capErr := kindhost.MissingCapabilities()
 	switch {
 	case capErr == nil && len(missing) > 0:
-		return fmt.Errorf("%w: a privileged container from %s failed (%s); this host's root lacks %s, which --privileged asks for: 'make deps-kind' (root) registers a runtime shim that drops only those (harness/kindhost)",
+		return fmt.Errorf("%w: a privileged container from %s failed (%s); this host's root lacks %s, which --privileged asks for: 'make deps-kind' (root) registers a runtime shim that drops only those (internal/kindhost)",
 			ErrPrivilegedRefused, image, lastLine(out), strings.Join(missing, ", "))
 	default:
 		return fmt.Errorf("%w: a privileged container from %s failed: %v: %s", ErrPrivilegedRefused, image, err, lastLine(out))

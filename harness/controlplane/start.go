@@ -16,7 +16,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 
-	"github.com/bootproof/bootproof/harness/shutdown"
+	"github.com/bootproof/bootproof/internal/shutdown"
 	"github.com/bootproof/bootproof/ownership"
 )
 

@@ -15,7 +15,8 @@
 //	}
 //
 //	func TestReboots(t *testing.T) {
-//		feats, err := e2e.CatalogFeatures(e2e.Config{ClusterName: "bootproof", Subject: mySubject})
+//		feats, err := e2e.CatalogFeatures(e2e.Config{ClusterName: "bootproof",
+//			Subject: e2e.SubjectFile("test/bootproof-subject.yaml", t.TempDir())})
 //		if err != nil {
 //			t.Fatal(err)
 //		}

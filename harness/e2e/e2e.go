@@ -11,10 +11,12 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/support"
 
-	"github.com/bootproof/bootproof/harness/backend"
 	"github.com/bootproof/bootproof/harness/cluster"
 	"github.com/bootproof/bootproof/harness/controlplane/e2eprovider"
-	"github.com/bootproof/bootproof/harness/runner"
+	"github.com/bootproof/bootproof/internal/backend"
+	"github.com/bootproof/bootproof/internal/runner"
+	"github.com/bootproof/bootproof/internal/runs"
+	"github.com/bootproof/bootproof/internal/subject"
 	"github.com/bootproof/bootproof/scenarios"
 )
 
@@ -36,15 +38,46 @@ type Config struct {
 	// reached through the suite's kubeconfig (envconf.Config), its nodes
 	// acting with that identity. Required.
 	ClusterName string
-	// Subject builds the operator under test on the cluster, e.g. with
-	// package harness/subject (subject.New, subject.FromFile). Required.
-	Subject func(scenarios.Cluster) (scenarios.Subject, error)
+	// Subject builds the operator under test on the cluster: Bundled,
+	// SubjectFile, or any scenarios.Subject of your own. Required.
+	Subject SubjectFunc
 	// GracePeriod is the cluster's --node-monitor-grace-period where the
 	// provider is not e2eprovider; 0 reads it from its
 	// kube-controller-manager (kubeadm-style clusters such as kind).
 	GracePeriod time.Duration
 	// MaxNodes caps a scenario's node count (0: none).
 	MaxNodes int
+}
+
+// SubjectFunc builds the subject of a feature's run on cluster cl; runID
+// labels (contract.RunLabel) what the subject creates, so that the run's
+// end deletes it.
+type SubjectFunc func(cl scenarios.Cluster, runID string) (scenarios.Subject, error)
+
+// Bundled is one of bootproof's own reconcilers: "bootid" (tracks boot
+// IDs, must pass) or "legacy" (sees only Ready transitions, the negative
+// control that must fail fast reboots).
+func Bundled(name string) SubjectFunc {
+	return func(cl scenarios.Cluster, _ string) (scenarios.Subject, error) {
+		if name != subject.BootID && name != subject.Legacy {
+			return nil, fmt.Errorf("bundled subject %q: accepted: %s, %s", name, subject.BootID, subject.Legacy)
+		}
+		return subject.New(name, cl)
+	}
+}
+
+// SubjectFile is the operator a subject file describes (apiVersion
+// bootproof.dev/v1alpha1, kind Subject: an exec command or a Deployment,
+// with the expectations it states), ${VAR}s taken from the environment;
+// an exec subject's output goes to logDir/<name>.log.
+func SubjectFile(path, logDir string) SubjectFunc {
+	return func(cl scenarios.Cluster, runID string) (scenarios.Subject, error) {
+		f, err := subject.ReadFile(path, subject.EnvLookup)
+		if err != nil {
+			return nil, err
+		}
+		return subject.FromFile(f, cl, logDir, runID), nil
+	}
 }
 
 // validate says which field is missing.
@@ -101,18 +134,31 @@ func Feature(s *scenarios.Scenario, c Config) features.Feature {
 		}).Feature()
 }
 
-// run runs s with c's subject on the suite's cluster.
+// run runs s with c's subject on the suite's cluster, as a run of its
+// own: its Lease marks it alive for 'bootproof cleanup', and its end
+// deletes every object labelled with its ID.
 func run(ctx context.Context, t *testing.T, s *scenarios.Scenario, c Config, cfg *envconf.Config) scenarios.Results {
 	cl, err := clusterOf(ctx, c, cfg)
 	if err != nil {
 		t.Fatalf("bootproof: cluster %q: %v", c.ClusterName, err)
 	}
-	subj, err := c.Subject(cl)
+	r, err := runs.Start(ctx, cl.RESTConfig(), runs.NewID())
+	if err != nil {
+		t.Fatalf("bootproof: start a run on cluster %q: %v", c.ClusterName, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := r.Finish(ctx); err != nil {
+			t.Errorf("bootproof: run %s: delete its objects: %v", r.ID, err)
+		}
+	})
+	subj, err := c.Subject(cl, r.ID)
 	if err != nil {
 		t.Fatalf("bootproof: subject: %v", err)
 	}
 	return runner.Run(ctx, runner.Config{Cluster: cl, Backend: &backend.Fake{Cluster: cl}, Subjects: []scenarios.Subject{subj},
-		Scenarios: []*scenarios.Scenario{s}, MaxNodes: c.MaxNodes})
+		Scenarios: []*scenarios.Scenario{s}, MaxNodes: c.MaxNodes, RunID: r.ID})
 }
 
 // clusterOf is the suite's cluster as the engine consumes it.

@@ -13,8 +13,6 @@ import (
 	"github.com/bootproof/bootproof/harness/controlplane/cptest"
 	"github.com/bootproof/bootproof/harness/controlplane/e2eprovider"
 	"github.com/bootproof/bootproof/harness/e2e"
-	"github.com/bootproof/bootproof/harness/subject"
-	"github.com/bootproof/bootproof/scenarios"
 )
 
 // This file is what an operator project's e2e-framework suite writes to
@@ -55,16 +53,12 @@ func requireCluster(t *testing.T) {
 	}
 }
 
-func subjectNamed(name string) func(scenarios.Cluster) (scenarios.Subject, error) {
-	return func(c scenarios.Cluster) (scenarios.Subject, error) { return subject.New(name, c) }
-}
-
 // TestCatalogFeatures runs the fast reboot as an e2e-framework feature
 // with both bundled subjects (the Ginkgo suite runs the whole catalog).
 func TestCatalogFeatures(t *testing.T) {
 	requireCluster(t)
-	for _, name := range []string{subject.BootID, subject.Legacy} {
-		feats, err := e2e.CatalogFeatures(e2e.Config{ClusterName: clusterName, Subject: subjectNamed(name)}, "fast-reboot-0.5g")
+	for _, name := range []string{"bootid", "legacy"} {
+		feats, err := e2e.CatalogFeatures(e2e.Config{ClusterName: clusterName, Subject: e2e.Bundled(name)}, "fast-reboot-0.5g")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,9 +78,9 @@ func TestCatalogFeaturesRejects(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no cluster name", e2e.Config{Subject: subjectNamed(subject.BootID)}, nil, "ClusterName is empty"},
+		{"no cluster name", e2e.Config{Subject: e2e.Bundled("bootid")}, nil, "ClusterName is empty"},
 		{"no subject", e2e.Config{ClusterName: clusterName}, nil, "Subject is nil"},
-		{"unknown scenario", e2e.Config{ClusterName: clusterName, Subject: subjectNamed(subject.BootID)}, []string{"no-such-scenario"}, "no-such-scenario"},
+		{"unknown scenario", e2e.Config{ClusterName: clusterName, Subject: e2e.Bundled("bootid")}, []string{"no-such-scenario"}, "no-such-scenario"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := e2e.CatalogFeatures(tc.cfg, tc.args...)

@@ -13,7 +13,7 @@
 #   tools/kindnode/cni       host-local, loopback, ptp, portmap
 #   tools/kindnode/crictl    crictl
 #   k8s.io/kubernetes's build/pause/linux/pause.c   pause (gcc -static)
-# CoreDNS is not built: the node image has none (harness/kindimage.SkippedAddons).
+# CoreDNS is not built: the node image has none (internal/kindimage.SkippedAddons).
 # Each group is rebuilt only when its pins (go.mod, go.sum) or this script
 # change (the Kubernetes group also when the plane's flags do); each says
 # what it builds and how long it took.

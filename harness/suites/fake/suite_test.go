@@ -15,12 +15,12 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 	. "github.com/onsi/gomega"
 
-	"github.com/bootproof/bootproof/harness/backend"
 	"github.com/bootproof/bootproof/harness/cluster"
 	"github.com/bootproof/bootproof/harness/controlplane"
 	"github.com/bootproof/bootproof/harness/controlplane/cptest"
-	"github.com/bootproof/bootproof/harness/runner"
-	"github.com/bootproof/bootproof/harness/subject"
+	"github.com/bootproof/bootproof/internal/backend"
+	"github.com/bootproof/bootproof/internal/runner"
+	"github.com/bootproof/bootproof/internal/subject"
 	"github.com/bootproof/bootproof/reports"
 	"github.com/bootproof/bootproof/scenarios"
 )

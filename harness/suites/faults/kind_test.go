@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bootproof/bootproof/harness/backend"
 	"github.com/bootproof/bootproof/harness/cluster"
-	"github.com/bootproof/bootproof/harness/subject"
+	"github.com/bootproof/bootproof/internal/backend"
+	"github.com/bootproof/bootproof/internal/subject"
 )
 
 // envKindImage names the kind node image of TestKindControlPlaneFaults

@@ -1,0 +1,138 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bootproof/bootproof/harness/controlplane/cptest"
+	"github.com/bootproof/bootproof/internal/cli"
+	"github.com/bootproof/bootproof/reports"
+)
+
+// calibrationDir returns a directory of two calibration files: the
+// slow-reconcile example (known good) and no-reload (known bad), listed
+// as caught in fast-reboot-0.5g and in the scenarios of moreSees (YAML
+// list items), for tests on the embedded cluster.
+func calibrationDir(t *testing.T, moreSees string) string {
+	t.Helper()
+	cptest.RequireBinaries(t)
+	t.Setenv("TMPDIR", t.TempDir())
+	dir := t.TempDir()
+	slow, err := os.ReadFile("../../examples/calibration/slow-reconcile.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "slow-reconcile.yaml"), slow, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	noReload := `apiVersion: bootproof.dev/v1alpha1
+kind: Subject
+name: cal-no-reload
+exec: {command: ["${BOOTPROOF}", kmm, --variant=no-reload]}
+calibration:
+  variant: no-reload
+  sees:
+    - scenarios: [fast-reboot-0.5g]
+      expect: fail:reload
+      why: the node reboots` + moreSees
+	if err := os.WriteFile(filepath.Join(dir, "no-reload.yaml"), []byte(noReload+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestCalibrateGates runs 'bootproof calibrate' on the embedded cluster
+// with a known-good variant and a known-bad one whose file lists a
+// scenario it is caught in (a fast reboot: it never loads again) and one
+// that cannot see its defect (no reboot at all): the report counts the
+// catch and the miss, and the miss fails the run (exit 1), as a
+// calibration below 100 % must.
+func TestCalibrateGates(t *testing.T) {
+	dir := calibrationDir(t, `
+    - scenarios: [kubelet-restart-no-reboot]
+      expect: fail:reload
+      why: listed wrongly on purpose, no reboot happens
+`)
+	report := filepath.Join(t.TempDir(), "report")
+	var out, errb bytes.Buffer
+	code := cli.Run(context.Background(), []string{"calibrate", "--dir", dir, "--scenario", "fast-reboot-0.5g", "--scenario", "kubelet-restart-no-reboot",
+		"--parallel", "4", "--report-dir", report}, &out, &errb)
+	if code != cli.ExitFailed {
+		t.Fatalf("exit %d, want %d (a listed scenario missed); stdout:\n%s\nstderr:\n%s", code, cli.ExitFailed, out.String(), errb.String())
+	}
+	data, err := os.ReadFile(filepath.Join(report, reports.CalibrationJSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c reports.CalibrationResult
+	if err := json.Unmarshal(data, &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Sensitivity != (reports.Ratio{Count: 1, Total: 2}) || c.Specificity != (reports.Ratio{Count: 2, Total: 2}) {
+		t.Errorf("sensitivity %v, specificity %v; want 1 of 2 (the wrong listing missed), 2 of 2", c.Sensitivity, c.Specificity)
+	}
+	md, err := os.ReadFile(filepath.Join(report, reports.CalibrationMDFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"sensitivity 50 % (1 of 2), specificity 100 % (2 of 2)", "kubelet-restart-no-reboot: missed"} {
+		if !strings.Contains(string(md), w) {
+			t.Errorf("calibration.md lacks %q:\n%s", w, md)
+		}
+	}
+	if !strings.Contains(errb.String(), "calibration: sensitivity 50 %") {
+		t.Errorf("stderr %q: want the headline", errb.String())
+	}
+}
+
+// TestCalibrateListedOnly: with --listed-only a known-bad variant runs
+// only in the scenarios its file lists, a slow one in every scenario; the
+// figures are measured as without it, and the report says which cells
+// were not run.
+func TestCalibrateListedOnly(t *testing.T) {
+	dir := calibrationDir(t, "")
+	report := filepath.Join(t.TempDir(), "report")
+	var out, errb bytes.Buffer
+	code := cli.Run(context.Background(), []string{"calibrate", "--dir", dir, "--scenario", "fast-reboot-0.5g", "--scenario", "kubelet-restart-no-reboot",
+		"--listed-only", "--parallel", "4", "--report-dir", report}, &out, &errb)
+	if code != cli.ExitOK {
+		t.Fatalf("exit %d, want %d; stdout:\n%s\nstderr:\n%s", code, cli.ExitOK, out.String(), errb.String())
+	}
+	data, err := os.ReadFile(filepath.Join(report, reports.CalibrationJSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c reports.CalibrationResult
+	if err := json.Unmarshal(data, &c); err != nil {
+		t.Fatal(err)
+	}
+	if !c.ListedOnly || c.Sensitivity != (reports.Ratio{Count: 1, Total: 1}) || c.Specificity != (reports.Ratio{Count: 2, Total: 2}) {
+		t.Errorf("listed only %t, sensitivity %v, specificity %v; want true, 1 of 1, 2 of 2", c.ListedOnly, c.Sensitivity, c.Specificity)
+	}
+	ran := map[string][]string{}
+	for _, r := range c.Rows {
+		for _, cell := range r.Cells {
+			ran[r.Variant] = append(ran[r.Variant], cell.Scenario)
+		}
+	}
+	if got := strings.Join(ran["no-reload"], ","); got != "fast-reboot-0.5g" {
+		t.Errorf("no-reload ran in %q, want its listed scenario only", got)
+	}
+	if got := len(ran["slow-reconcile"]); got != 2 {
+		t.Errorf("slow-reconcile ran in %d scenarios, want both", got)
+	}
+	md, err := os.ReadFile(filepath.Join(report, reports.CalibrationMDFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"(--listed-only)", "| kubelet-restart-no-reboot | – |"} {
+		if !strings.Contains(string(md), w) {
+			t.Errorf("calibration.md lacks %q:\n%s", w, md)
+		}
+	}
+}

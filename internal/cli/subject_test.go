@@ -1,0 +1,297 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bootproof/bootproof/harness/controlplane"
+	"github.com/bootproof/bootproof/harness/controlplane/cptest"
+	"github.com/bootproof/bootproof/internal/cli"
+	"github.com/bootproof/bootproof/reports"
+	"github.com/bootproof/bootproof/scenarios"
+)
+
+// raceCases are the scenarios the example subject files must run, not
+// skip: the races where operators break, a fast reboot and a restart
+// without a reboot.
+var raceCases = []string{"fast-reboot-0.5g", "reboot-after-load-before-sync", "double-reboot", "subject-down-during-reboot", "kubelet-restart-no-reboot"}
+
+// subjectRun is one 'bootproof run' of runSubjects.
+type subjectRun struct {
+	code int
+	res  scenarios.Results
+	// dir is the report directory, tmp the run's TMPDIR (its temporary
+	// directories, and only its, are made there).
+	dir, tmp string
+}
+
+// runSubjects runs 'bootproof run --cluster kubeconfig' against a
+// separately started embedded control plane with the subject files and
+// scenarios given, in a process of its own (this test binary as the
+// bootproof command, also standing in for ${BOOTPROOF}) with a TMPDIR of
+// its own, so that tests using it can run in parallel.
+func runSubjects(t *testing.T, files, scenarioNames []string, extra ...string) subjectRun {
+	t.Helper()
+	cp := cptest.Start(t, controlplane.Config{GracePeriod: 10 * time.Second, MonitorPeriod: time.Second})
+	r := subjectRun{dir: t.TempDir(), tmp: t.TempDir()}
+	args := []string{"run", "--cluster", "kubeconfig", "--kubeconfig", cp.Kubeconfig(), "--grace-period", "10s",
+		"--parallel", "4", "--report-dir", r.dir}
+	for _, f := range files {
+		args = append(args, "--subject-file", f)
+	}
+	for _, s := range scenarioNames {
+		args = append(args, "--scenario", s)
+	}
+	args = append(args, extra...)
+	cmd := exec.CommandContext(t.Context(), os.Args[0], args...)
+	cmd.Env = append(os.Environ(), envRunCLI+"=1", "BOOTPROOF="+os.Args[0], "TMPDIR="+r.tmp)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); cmd.ProcessState == nil {
+		t.Fatalf("bootproof run did not start: %v", err)
+	}
+	r.code = cmd.ProcessState.ExitCode()
+	var err error
+	if r.res, err = reports.ReadResults(filepath.Join(r.dir, reports.ResultsFile)); err != nil {
+		t.Fatalf("exit %d, no results: %v\nstdout:\n%s\nstderr:\n%s", r.code, err, out.String(), errb.String())
+	}
+	t.Logf("stdout:\n%s", out.String())
+	return r
+}
+
+func failedAssertions(c scenarios.CaseResult) []string {
+	var out []string
+	for _, a := range c.Assertions {
+		if !a.OK {
+			out = append(out, a.Name)
+		}
+	}
+	return out
+}
+
+func end(c scenarios.CaseResult) time.Time {
+	return c.StartedAt.Add(time.Duration(c.DurationMS) * time.Millisecond)
+}
+
+func overlap(a, b scenarios.CaseResult) bool {
+	return a.StartedAt.Before(end(b)) && b.StartedAt.Before(end(a))
+}
+
+// TestExampleSubjectFilesRunTheRaceCases runs bootproof's own reconciler
+// through the exec path with the two example subject files: the race
+// cases run (none skipped), bootproof-bootid passes them all,
+// bootproof-legacy is seen failing the fast reboot (reload) and the
+// restart control (no-extra-work), and cases that pause the shared
+// process ran alone.
+func TestExampleSubjectFilesRunTheRaceCases(t *testing.T) {
+	t.Parallel()
+	r := runSubjects(t, []string{"../../examples/subjects/bootproof-bootid.yaml", "../../examples/subjects/bootproof-legacy.yaml"}, raceCases)
+	code, res, dir := r.code, r.res, r.dir
+	if len(res.Cases) != 2*len(raceCases) {
+		t.Fatalf("%d cases, want %d", len(res.Cases), 2*len(raceCases))
+	}
+	bySubject := map[string][]scenarios.CaseResult{}
+	for _, c := range res.Cases {
+		bySubject[c.Subject] = append(bySubject[c.Subject], c)
+		if c.Verdict != scenarios.Pass {
+			t.Errorf("%s: %s (expected %s, observed %s): %s", reports.CaseName(c), c.Verdict, reports.Expected(c), c.Observed, c.Message)
+		}
+		if c.Cluster != "kubeconfig" {
+			t.Errorf("%s ran on %s", reports.CaseName(c), c.Cluster)
+		}
+	}
+	for _, c := range bySubject["bootproof-bootid"] {
+		if c.Observed != scenarios.Pass {
+			t.Errorf("bootproof-bootid %s observed %s: %s", c.Scenario, c.Observed, c.Message)
+		}
+	}
+	for _, c := range bySubject["bootproof-legacy"] {
+		want := []string{scenarios.AssertReload}
+		if c.Scenario == "kubelet-restart-no-reboot" {
+			want = []string{scenarios.AssertNoExtraWork}
+		}
+		if got := failedAssertions(c); c.Observed != scenarios.Fail || !slices.Contains(got, want[0]) {
+			t.Errorf("bootproof-legacy %s: observed %s through %v, want fail through %v", c.Scenario, c.Observed, got, want)
+		}
+	}
+	// Cases that pause the shared process ran alone, and the two subjects'
+	// cases never overlapped (each would reconcile the other's objects).
+	for _, c := range res.Cases {
+		pauses := c.Scenario != "fast-reboot-0.5g" && c.Scenario != "kubelet-restart-no-reboot"
+		noted := slices.ContainsFunc(c.Notes, func(n string) bool { return strings.Contains(n, "ran alone") })
+		if pauses != noted {
+			t.Errorf("%s: pauses the subject %v, notes %q", reports.CaseName(c), pauses, c.Notes)
+		}
+		for _, o := range res.Cases {
+			if o.Scenario == c.Scenario && o.Subject == c.Subject || !overlap(c, o) {
+				continue
+			}
+			if o.Subject != c.Subject || pauses {
+				t.Errorf("%s overlapped %s", reports.CaseName(c), reports.CaseName(o))
+			}
+		}
+	}
+	if code != 0 {
+		t.Errorf("exit %d", code)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, reports.SummaryFile))
+	if !strings.Contains(string(md), "| scenario | bootproof-bootid | bootproof-legacy |") {
+		t.Errorf("summary.md lacks the conformance matrix:\n%s", md)
+	}
+	for _, name := range []string{"bootproof-bootid", "bootproof-legacy"} {
+		log, err := os.ReadFile(filepath.Join(dir, "subjects", name+".log"))
+		if err != nil {
+			t.Errorf("subject log: %v", err)
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(string(log)), "\n")
+		if n := strings.Count(string(log), "stopped by the harness"); n != 4 || !strings.Contains(lines[len(lines)-1], "stopped by the harness") {
+			t.Errorf("%s: %d stops (want 3 pauses and the final stop), last line %q", name, n, lines[len(lines)-1])
+		}
+		if strings.Contains(string(log), "on its own") {
+			t.Errorf("%s exited on its own:\n%s", name, log)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(r.tmp, "bootproof-*")); len(left) > 0 {
+		t.Errorf("temporary directories left behind: %v", left)
+	}
+}
+
+// writeFile writes a file in a temporary directory and returns its path.
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// An exec subject that exits in the middle of a case makes the case an
+// error naming the subject and quoting its log, never a verdict.
+func TestSubjectExitingMidCaseIsAnError(t *testing.T) {
+	t.Parallel()
+	crd, err := filepath.Abs("../../kmm/config/crd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := writeFile(t, "crasher.yaml", `apiVersion: bootproof.dev/v1alpha1
+kind: Subject
+name: crasher
+exec:
+  command: [sh, -c, 'echo "operator starting"; sleep 4; echo "panic: simulated crash in reconcile" >&2; exit 3']
+crds: [`+crd+`]
+expect:
+  "*": fail
+`)
+	r := runSubjects(t, []string{f}, []string{"fast-reboot-0.5g"})
+	code, res := r.code, r.res
+	if len(res.Cases) != 1 {
+		t.Fatalf("%d cases", len(res.Cases))
+	}
+	c := res.Cases[0]
+	for _, want := range []string{"subject fault: subject crasher stopped during the case", "exit status 3", "panic: simulated crash in reconcile"} {
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("message lacks %q: %s", want, c.Message)
+		}
+	}
+	if c.Verdict != scenarios.Error || c.Observed != scenarios.Error {
+		t.Errorf("verdict %s, observed %s; want error", c.Verdict, c.Observed)
+	}
+	if code != cli.ExitInfra {
+		t.Errorf("exit %d, want %d", code, cli.ExitInfra)
+	}
+}
+
+// An operator whose API predates boot IDs (its CRD has no
+// status.modules[].bootId; here bootproof's reconciler with the legacy
+// detector on such a CRD) passes a slow reboot it reloads after, judged on
+// which modules its status lists, and still fails the fast reboot it
+// misses.
+func TestSubjectWithoutBootIDs(t *testing.T) {
+	t.Parallel()
+	crd, err := filepath.Abs("../testdata/crds/upstream-pre-bootid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := writeFile(t, "old-kmm.yaml", `apiVersion: bootproof.dev/v1alpha1
+kind: Subject
+name: kmm-before-boot-ids
+exec:
+  command: ["${BOOTPROOF}", kmm, --detector=legacy, --leader-elect=false]
+crds: [`+crd+`]
+expect:
+  slow-reboot-1.5g: pass
+  fast-reboot-0.5g: fail:reload
+`)
+	r := runSubjects(t, []string{f}, []string{"slow-reboot-1.5g", "fast-reboot-0.5g"})
+	code, res := r.code, r.res
+	for _, c := range res.Cases {
+		if c.Verdict != scenarios.Pass {
+			t.Errorf("%s: %s (expected %s, observed %s): %s", reports.CaseName(c), c.Verdict, reports.Expected(c), c.Observed, c.Message)
+		}
+		switch c.Scenario {
+		case "slow-reboot-1.5g":
+			ok := slices.ContainsFunc(c.Assertions, func(a scenarios.AssertionResult) bool {
+				return a.Name == scenarios.AssertConsistency && a.OK &&
+					strings.Contains(a.Message, "boot part not judged: the NodeModulesConfig CRD has no status.modules[].bootId") &&
+					strings.HasPrefix(a.NotJudged, "boot part not judged: the NodeModulesConfig CRD")
+			})
+			if c.Observed != scenarios.Pass || !ok {
+				t.Errorf("slow-reboot-1.5g observed %s; assertions %+v", c.Observed, c.Assertions)
+			}
+		case "fast-reboot-0.5g":
+			if got := failedAssertions(c); c.Observed != scenarios.Fail || !slices.Contains(got, scenarios.AssertReload) {
+				t.Errorf("fast-reboot-0.5g observed %s through %v, want fail through reload", c.Observed, got)
+			}
+		}
+	}
+	if len(res.Cases) != 2 || code != 0 {
+		t.Errorf("%d cases, exit %d", len(res.Cases), code)
+	}
+}
+
+// 'bootproof kmm' without --install stops with a clear error when the
+// cluster does not serve the NodeModulesConfig API.
+func TestKMMRequiresItsCRD(t *testing.T) {
+	cp := cptest.Start(t, controlplane.Config{GracePeriod: 10 * time.Second, MonitorPeriod: time.Second})
+	var out, errb bytes.Buffer
+	code := cli.Run(context.Background(), []string{"kmm", "--kubeconfig", cp.Kubeconfig(), "--leader-elect=false"}, &out, &errb)
+	if code != cli.ExitUsage || !strings.Contains(errb.String(), "does not serve kmm.sigs.x-k8s.io/v1beta1 nodemodulesconfigs") || !strings.Contains(errb.String(), "--install") {
+		t.Errorf("exit %d, stderr %s", code, errb.String())
+	}
+}
+
+// An operator that records the node's boot ID at sync time rather than
+// the boot its worker ran in passes a plain fast reboot (taken after it
+// synced, testdata/reboot-after-sync.yaml) and fails only
+// reboot-after-load-before-sync: running the race case for exec subjects
+// is what keeps bootproof from certifying it.
+func TestRaceCaseCatchesSyncTimeBootRecording(t *testing.T) {
+	t.Parallel()
+	r := runSubjects(t, []string{"testdata/sync-time-boot.yaml"}, []string{"reboot-after-sync", "reboot-after-load-before-sync"},
+		"--scenario-file", "testdata/reboot-after-sync.yaml")
+	code, res := r.code, r.res
+	for _, c := range res.Cases {
+		if c.Verdict != scenarios.Pass {
+			t.Errorf("%s: %s (expected %s, observed %s): %s", reports.CaseName(c), c.Verdict, reports.Expected(c), c.Observed, c.Message)
+		}
+		want := scenarios.Pass
+		if c.Scenario == "reboot-after-load-before-sync" {
+			want = scenarios.Fail
+		}
+		if c.Observed != want {
+			t.Errorf("%s observed %s, want %s", c.Scenario, c.Observed, want)
+		}
+	}
+	if len(res.Cases) != 2 || code != 0 {
+		t.Errorf("%d cases, exit %d", len(res.Cases), code)
+	}
+}
