@@ -15,6 +15,7 @@ import (
 	"github.com/bootproof/bootproof/harness/cluster"
 	"github.com/bootproof/bootproof/internal/runs"
 	"github.com/bootproof/bootproof/kmm"
+	"github.com/bootproof/bootproof/kmm/detect"
 	"github.com/bootproof/bootproof/scenarios"
 )
 
@@ -29,11 +30,15 @@ const (
 // Names lists the accepted subject names.
 var Names = scenarios.KnownSubjects()
 
+// bundledDetectors is the reboot detector each bundled reconciler runs:
+// a subject's name is the harness's vocabulary, a detector's is kmm's.
+var bundledDetectors = map[string]string{BootID: detect.BootID, Legacy: detect.Legacy}
+
 // New returns the named subject for cluster c.
 func New(name string, c scenarios.Cluster) (scenarios.Subject, error) {
 	switch name {
 	case BootID, Legacy:
-		return &KMM{Detector: name, Cluster: c}, nil
+		return &KMM{Detector: bundledDetectors[name], Cluster: c, SubjectName: name}, nil
 	case ExternalName:
 		return External{}, nil
 	}
@@ -53,24 +58,21 @@ func FromFile(f *File, c scenarios.Cluster, logDir, runID string) scenarios.Subj
 // KMM is package kmm's reconciler run in-process for each case, scoped to
 // the case's nodes and namespace.
 type KMM struct {
-	// Detector is bootid or legacy.
+	// SubjectName is its name in reports and expect maps.
+	SubjectName string
+	// Detector is the reboot detector it runs (kmm/detect: detect.BootID,
+	// detect.Legacy).
 	Detector string
 	Cluster  scenarios.Cluster
 	// RecordBootFrom, when set, overrides which boot a load is recorded in.
 	RecordBootFrom string
 	// Variant, when set, is the calibration variant it runs (package
-	// kmm/variant), and SubjectName its name in reports.
-	Variant     string
-	SubjectName string
+	// kmm/variant).
+	Variant string
 }
 
 // Name implements scenarios.Subject.
-func (k *KMM) Name() string {
-	if k.SubjectName != "" {
-		return k.SubjectName
-	}
-	return k.Detector
-}
+func (k *KMM) Name() string { return k.SubjectName }
 
 // InProcess returns the calibration variant subject file f describes, run
 // in this process as the KMM subject is (for speed: no process per
@@ -80,7 +82,7 @@ func InProcess(f *File, c scenarios.Cluster) (scenarios.Subject, error) {
 	if f.Calibration == nil {
 		return nil, fmt.Errorf("subject file %s: no calibration section: only bootproof's calibration variants run in-process", f.Path)
 	}
-	return &calibrated{KMM: &KMM{Detector: BootID, Cluster: c, Variant: f.Calibration.Variant, SubjectName: f.Name}, file: f}, nil
+	return &calibrated{KMM: &KMM{Detector: detect.BootID, Cluster: c, Variant: f.Calibration.Variant, SubjectName: f.Name}, file: f}, nil
 }
 
 // calibrated is a calibration variant run in-process.
