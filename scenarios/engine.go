@@ -12,6 +12,7 @@ import (
 
 	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/nodeapi"
+	"github.com/bootproof/bootproof/scenarios/health"
 	"github.com/bootproof/bootproof/scenarios/judging"
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -44,7 +45,7 @@ type Engine struct {
 	SettleTimeout time.Duration
 	// Health, when set, watches the cluster: a fault overlapping a case
 	// makes it an error.
-	Health *HealthMonitor
+	Health *health.Monitor
 	// RunID, when set, labels (contract.RunLabel) every object the engine creates
 	// and every node it provisions, so the run can delete them at its end
 	// and a cleanup can find them after a crash.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/harness/controlplane"
-	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/scenarios/health"
 )
 
 // CredentialIssuer is the optional capability of a cluster that can issue
@@ -68,12 +68,12 @@ func (e *Embedded) UserRESTConfig(user string, groups ...string) (*rest.Config, 
 // Stop stops the control plane.
 func (e *Embedded) Stop() { e.CP.Stop() }
 
-// ComponentFaults implements scenarios.FaultReporter: every exit of a
+// ComponentFaults implements health.FaultReporter: every exit of a
 // control-plane process, until the supervisor had it back.
-func (e *Embedded) ComponentFaults() []scenarios.ClusterFault {
-	var out []scenarios.ClusterFault
+func (e *Embedded) ComponentFaults() []health.Fault {
+	var out []health.Fault
 	for _, o := range e.CP.Outages() {
-		out = append(out, scenarios.ClusterFault{Component: o.Process, From: o.Start, To: o.End, Detail: "exited: " + o.Detail})
+		out = append(out, health.Fault{Component: o.Process, From: o.Start, To: o.End, Detail: "exited: " + o.Detail})
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/scenarios/health"
 )
 
 // Progress hears about cases as they start and finish.
@@ -106,7 +107,7 @@ func Run(ctx context.Context, cfg Config) scenarios.Results {
 		stopMon()
 		mon.Wait()
 	}()
-	eng.Health = &scenarios.HealthMonitor{Cluster: cfg.Cluster}
+	eng.Health = &health.Monitor{Cluster: cfg.Cluster}
 	// A monitor that cannot start leaves every case's cluster health
 	// unknown: each case is then an error naming it (WaitFresh).
 	mon.Go(func() {
