@@ -10,16 +10,6 @@ import (
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func at(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-
-func every(from, to, step float64) []time.Time {
-	var out []time.Time
-	for s := from; s <= to; s += step {
-		out = append(out, at(s))
-	}
-	return out
-}
-
 // A Record is a copy: what the observer sees later does not change it.
 func TestRecordIsACopy(t *testing.T) {
 	o := newObserver(t0, []string{"n0"}, scriptedBackend{})

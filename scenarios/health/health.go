@@ -71,10 +71,10 @@ type Monitor struct {
 	FreshTimeout time.Duration
 
 	mu     sync.Mutex
-	faults []Fault // closed API and lease faults
-	api    *Fault  // the API fault under way
-	lastOK time.Time      // last /readyz answered
-	fails  int            // failed probes in a row
+	faults []Fault   // closed API and lease faults
+	api    *Fault    // the API fault under way
+	lastOK time.Time // last /readyz answered
+	fails  int       // failed probes in a row
 	lease  leaseState
 	// cycle counts finished probe rounds; cycleStart is when the last
 	// finished one began.
@@ -309,4 +309,3 @@ func (h *Monitor) LeaseObservable() bool {
 	defer h.mu.Unlock()
 	return h.lease.observable
 }
-
