@@ -31,7 +31,8 @@ const RBACGroup = config.RBACGroup
 // fieldOwner is the server-side apply field manager of Install.
 const fieldOwner = "bootproof-kmm-install"
 
-// DefaultCRDTimeout bounds the wait for the CRD to be established.
+// DefaultCRDTimeout bounds each wait for the CRD: for one an earlier
+// install created to finish being deleted, and for it to be established.
 const DefaultCRDTimeout = time.Minute
 
 // InstallOptions say where the RBAC manifest grants permissions.
@@ -43,7 +44,8 @@ type InstallOptions struct {
 	// LeaderElectionNamespace holds the leader-election Lease (default
 	// DefaultLeaderElectionNamespace); it must exist.
 	LeaderElectionNamespace string
-	// CRDTimeout bounds the wait for the CRD to be established (default
+	// CRDTimeout bounds each wait for the CRD, to finish an earlier
+	// deletion and to be established (default
 	// DefaultCRDTimeout).
 	CRDTimeout time.Duration
 	// CreatedLabels go on each object Install creates, not on one that
@@ -130,12 +132,17 @@ func Install(ctx context.Context, cfg *rest.Config, o InstallOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := apply(ctx, c, crds, o.CreatedLabels); err != nil {
-		return err
-	}
 	timeout := o.CRDTimeout
 	if timeout == 0 {
 		timeout = DefaultCRDTimeout
+	}
+	for _, crd := range crds {
+		if err := waitNotTerminating(ctx, c, crd, timeout); err != nil {
+			return fmt.Errorf("install kmm: %w", err)
+		}
+	}
+	if err := apply(ctx, c, crds, o.CreatedLabels); err != nil {
+		return err
 	}
 	for _, crd := range crds {
 		if err := WaitEstablished(ctx, c, crd.GetName(), timeout); err != nil {
@@ -147,6 +154,31 @@ func Install(ctx context.Context, cfg *rest.Config, o InstallOptions) error {
 		return err
 	}
 	return apply(ctx, c, rbac, o.CreatedLabels)
+}
+
+// waitNotTerminating waits until u's object is not being deleted: a CRD
+// the end of an earlier run deletes stays, terminating, until its custom
+// resources' finalizers are done, and applying it then would leave the
+// case with no API once it goes. It returns when the object exists and
+// is not terminating, or is gone.
+func waitNotTerminating(ctx context.Context, c client.Client, u *unstructured.Unstructured, timeout time.Duration) error {
+	var deleted *metav1.Time
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		cur := &unstructured.Unstructured{}
+		cur.SetGroupVersionKind(u.GroupVersionKind())
+		if err := c.Get(ctx, client.ObjectKeyFromObject(u), cur); err != nil {
+			if apierrors.IsNotFound(err) {
+				return true, nil
+			}
+			return false, err
+		}
+		deleted = cur.GetDeletionTimestamp()
+		return deleted == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s %s is being deleted (since %v) and was not gone within %s: %w", u.GetKind(), u.GetName(), deleted, timeout, err)
+	}
+	return nil
 }
 
 // ForeignObjectError says that an object Install would apply exists and
