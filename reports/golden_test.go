@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/bootproof/bootproof/scenarios/trace"
 	"os"
 	"path/filepath"
 	"testing"
@@ -23,60 +24,60 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // with its reload latency and an unplanned one.
 func twoNodeCase() scenarios.CaseResult {
 	const a, b, c, d = "aaaaaaaa-0001", "bbbbbbbb-0002", "cccccccc-0003", "dddddddd-0004"
-	var tr []scenarios.TraceEvent
-	add := func(e ...scenarios.TraceEvent) { tr = append(tr, e...) }
+	var tr []trace.Event
+	add := func(e ...trace.Event) { tr = append(tr, e...) }
 	for _, n := range []string{"worker-1", "worker-0"} {
-		add(scenarios.TraceEvent{TMS: 0, Kind: scenarios.TraceReady, Node: n, Ready: "True"})
+		add(trace.Event{TMS: 0, Kind: trace.KindReady, Node: n, Ready: "True"})
 	}
 	add(
-		scenarios.TraceEvent{TMS: 0, Kind: scenarios.TraceAction, Detail: "NodeModulesConfigs created"},
-		scenarios.TraceEvent{TMS: 0, Kind: scenarios.TraceBoot, Node: "worker-0", BootID: a},
-		scenarios.TraceEvent{TMS: 0, Kind: scenarios.TraceBoot, Node: "worker-1", BootID: c},
-		scenarios.TraceEvent{TMS: 0, Kind: scenarios.TraceTruth, Node: "worker-0", BootID: a},
-		scenarios.TraceEvent{TMS: 0, Kind: scenarios.TraceTruth, Node: "worker-1", BootID: c},
+		trace.Event{TMS: 0, Kind: trace.KindAction, Detail: "NodeModulesConfigs created"},
+		trace.Event{TMS: 0, Kind: trace.KindBoot, Node: "worker-0", BootID: a},
+		trace.Event{TMS: 0, Kind: trace.KindBoot, Node: "worker-1", BootID: c},
+		trace.Event{TMS: 0, Kind: trace.KindTruth, Node: "worker-0", BootID: a},
+		trace.Event{TMS: 0, Kind: trace.KindTruth, Node: "worker-1", BootID: c},
 	)
 	for ms := int64(250); ms < 21000; ms += 1000 {
 		if ms < 3000 || ms > 5200 {
-			add(scenarios.TraceEvent{TMS: ms, Kind: scenarios.TraceHeartbeat, Node: "worker-0"})
+			add(trace.Event{TMS: ms, Kind: trace.KindHeartbeat, Node: "worker-0"})
 		}
 		if ms < 4000 || ms > 5000 {
-			add(scenarios.TraceEvent{TMS: ms + 130, Kind: scenarios.TraceHeartbeat, Node: "worker-1"})
+			add(trace.Event{TMS: ms + 130, Kind: trace.KindHeartbeat, Node: "worker-1"})
 		}
 	}
 	add(
-		scenarios.TraceEvent{TMS: 180, Kind: scenarios.TracePod, Node: "worker-0", Pod: "kmm-worker-worker-0-dummy", WorkerAction: contract.ActionLoad, Phase: scenarios.PhaseCreated, Detail: "Load created"},
-		scenarios.TraceEvent{TMS: 190, Kind: scenarios.TracePod, Node: "worker-1", Pod: "kmm-worker-worker-1-dummy", WorkerAction: contract.ActionLoad, Phase: scenarios.PhaseCreated, Detail: "Load created"},
-		scenarios.TraceEvent{TMS: 412, Kind: scenarios.TraceLoad, Node: "worker-0", Pod: "kmm-worker-worker-0-dummy", Module: "dummy", BootID: a, WorkerAction: contract.ActionLoad, Detail: "Load"},
-		scenarios.TraceEvent{TMS: 415, Kind: scenarios.TraceTruth, Node: "worker-0", BootID: a, Modules: []string{"dummy"}, Detail: "dummy"},
-		scenarios.TraceEvent{TMS: 433, Kind: scenarios.TraceLoad, Node: "worker-1", Pod: "kmm-worker-worker-1-dummy", Module: "dummy", BootID: c, WorkerAction: contract.ActionLoad, Detail: "Load"},
-		scenarios.TraceEvent{TMS: 436, Kind: scenarios.TraceTruth, Node: "worker-1", BootID: c, Modules: []string{"dummy"}, Detail: "dummy"},
-		scenarios.TraceEvent{TMS: 500, Kind: scenarios.TraceStatus, Node: "worker-0", Module: "dummy", BootID: a, Detail: "loaded"},
-		scenarios.TraceEvent{TMS: 3000, Kind: scenarios.TraceAction, Node: "worker-0", Action: scenarios.ActReboot, Phase: scenarios.PhaseStart, DowntimeMS: 2200, Detail: "reboot (downtime 2.2s)"},
-		scenarios.TraceEvent{TMS: 3000, Kind: scenarios.TraceTruth, Node: "worker-0", BootID: a},
-		scenarios.TraceEvent{TMS: 4000, Kind: scenarios.TraceAction, Node: "worker-1", Action: scenarios.ActRestartKubelet, Phase: scenarios.PhaseStart, DowntimeMS: 1000, Detail: "restart-kubelet (downtime 1s)"},
-		scenarios.TraceEvent{TMS: 5000, Kind: scenarios.TraceAction, Node: "worker-1", Action: scenarios.ActRestartKubelet, Phase: scenarios.PhaseDone, Detail: "restart-kubelet done"},
-		scenarios.TraceEvent{TMS: 5200, Kind: scenarios.TraceBoot, Node: "worker-0", BootID: b},
-		scenarios.TraceEvent{TMS: 5200, Kind: scenarios.TraceAction, Node: "worker-0", Action: scenarios.ActReboot, Phase: scenarios.PhaseDone, Detail: "reboot done"},
-		scenarios.TraceEvent{TMS: 5200, Kind: scenarios.TraceReady, Node: "worker-0", Ready: "False"},
-		scenarios.TraceEvent{TMS: 5210, Kind: scenarios.TraceTruth, Node: "worker-0", BootID: b},
-		scenarios.TraceEvent{TMS: 5340, Kind: scenarios.TracePod, Node: "worker-0", Pod: "kmm-worker-worker-0-dummy", WorkerAction: contract.ActionLoad, Phase: scenarios.PhaseCreated, Detail: "Load created"},
-		scenarios.TraceEvent{TMS: 5600, Kind: scenarios.TracePod, Node: "worker-0", Pod: "kmm-worker-worker-0-dummy", WorkerAction: contract.ActionLoad, Phase: scenarios.PhaseFailed, Detail: "Load Failed"},
-		scenarios.TraceEvent{TMS: 5700, Kind: scenarios.TraceReady, Node: "worker-0", Ready: "True"},
-		scenarios.TraceEvent{TMS: 5900, Kind: scenarios.TracePod, Node: "worker-0", Pod: "kmm-worker-worker-0-dummy", WorkerAction: contract.ActionLoad, Phase: scenarios.PhaseCreated, Detail: "Load created"},
-		scenarios.TraceEvent{TMS: 6150, Kind: scenarios.TraceLoad, Node: "worker-0", Pod: "kmm-worker-worker-0-dummy", Module: "dummy", BootID: b, WorkerAction: contract.ActionLoad, Detail: "Load"},
-		scenarios.TraceEvent{TMS: 6160, Kind: scenarios.TraceTruth, Node: "worker-0", BootID: b, Modules: []string{"dummy"}, Detail: "dummy"},
-		scenarios.TraceEvent{TMS: 9000, Kind: scenarios.TraceAction, Node: "worker-1", Action: scenarios.ActNetworkBlip, Phase: scenarios.PhaseStart, DowntimeMS: 500, Detail: "network-blip (downtime 500ms)"},
-		scenarios.TraceEvent{TMS: 9500, Kind: scenarios.TraceAction, Node: "worker-1", Action: scenarios.ActRemoveModule, Detail: "remove-module dummy"},
-		scenarios.TraceEvent{TMS: 10000, Kind: scenarios.TraceCluster, Detail: "kube-apiserver down"},
-		scenarios.TraceEvent{TMS: 10800, Kind: scenarios.TraceCluster, Detail: "kube-apiserver back"},
-		scenarios.TraceEvent{TMS: 11000, Kind: scenarios.TraceWatch, Detail: "pods watch failed; relisted"},
-		scenarios.TraceEvent{TMS: 12000, Kind: scenarios.TracePod, Node: "worker-1", Pod: "kmm-worker-worker-1-dummy", WorkerAction: contract.ActionUnload, Phase: scenarios.PhaseCreated, Detail: "Unload created"},
-		scenarios.TraceEvent{TMS: 12300, Kind: scenarios.TraceLoad, Node: "worker-1", Pod: "kmm-worker-worker-1-dummy", Module: "dummy", BootID: c, WorkerAction: contract.ActionUnload, Detail: "Unload"},
-		scenarios.TraceEvent{TMS: 12310, Kind: scenarios.TraceTruth, Node: "worker-1", BootID: c},
-		scenarios.TraceEvent{TMS: 15000, Kind: scenarios.TraceReady, Node: "worker-1", Ready: "Unknown"},
-		scenarios.TraceEvent{TMS: 15500, Kind: scenarios.TraceBoot, Node: "worker-1", BootID: d},
-		scenarios.TraceEvent{TMS: 15500, Kind: scenarios.TraceTruth, Node: "worker-1", BootID: d},
-		scenarios.TraceEvent{TMS: 16000, Kind: scenarios.TraceReady, Node: "worker-1", Ready: "True"},
+		trace.Event{TMS: 180, Kind: trace.KindPod, Node: "worker-0", Pod: "kmm-worker-worker-0-dummy", WorkerAction: contract.ActionLoad, Phase: trace.PhaseCreated, Detail: "Load created"},
+		trace.Event{TMS: 190, Kind: trace.KindPod, Node: "worker-1", Pod: "kmm-worker-worker-1-dummy", WorkerAction: contract.ActionLoad, Phase: trace.PhaseCreated, Detail: "Load created"},
+		trace.Event{TMS: 412, Kind: trace.KindLoad, Node: "worker-0", Pod: "kmm-worker-worker-0-dummy", Module: "dummy", BootID: a, WorkerAction: contract.ActionLoad, Detail: "Load"},
+		trace.Event{TMS: 415, Kind: trace.KindTruth, Node: "worker-0", BootID: a, Modules: []string{"dummy"}, Detail: "dummy"},
+		trace.Event{TMS: 433, Kind: trace.KindLoad, Node: "worker-1", Pod: "kmm-worker-worker-1-dummy", Module: "dummy", BootID: c, WorkerAction: contract.ActionLoad, Detail: "Load"},
+		trace.Event{TMS: 436, Kind: trace.KindTruth, Node: "worker-1", BootID: c, Modules: []string{"dummy"}, Detail: "dummy"},
+		trace.Event{TMS: 500, Kind: trace.KindStatus, Node: "worker-0", Module: "dummy", BootID: a, Detail: "loaded"},
+		trace.Event{TMS: 3000, Kind: trace.KindAction, Node: "worker-0", Action: scenarios.ActReboot, Phase: trace.PhaseStart, DowntimeMS: 2200, Detail: "reboot (downtime 2.2s)"},
+		trace.Event{TMS: 3000, Kind: trace.KindTruth, Node: "worker-0", BootID: a},
+		trace.Event{TMS: 4000, Kind: trace.KindAction, Node: "worker-1", Action: scenarios.ActRestartKubelet, Phase: trace.PhaseStart, DowntimeMS: 1000, Detail: "restart-kubelet (downtime 1s)"},
+		trace.Event{TMS: 5000, Kind: trace.KindAction, Node: "worker-1", Action: scenarios.ActRestartKubelet, Phase: trace.PhaseDone, Detail: "restart-kubelet done"},
+		trace.Event{TMS: 5200, Kind: trace.KindBoot, Node: "worker-0", BootID: b},
+		trace.Event{TMS: 5200, Kind: trace.KindAction, Node: "worker-0", Action: scenarios.ActReboot, Phase: trace.PhaseDone, Detail: "reboot done"},
+		trace.Event{TMS: 5200, Kind: trace.KindReady, Node: "worker-0", Ready: "False"},
+		trace.Event{TMS: 5210, Kind: trace.KindTruth, Node: "worker-0", BootID: b},
+		trace.Event{TMS: 5340, Kind: trace.KindPod, Node: "worker-0", Pod: "kmm-worker-worker-0-dummy", WorkerAction: contract.ActionLoad, Phase: trace.PhaseCreated, Detail: "Load created"},
+		trace.Event{TMS: 5600, Kind: trace.KindPod, Node: "worker-0", Pod: "kmm-worker-worker-0-dummy", WorkerAction: contract.ActionLoad, Phase: trace.PhaseFailed, Detail: "Load Failed"},
+		trace.Event{TMS: 5700, Kind: trace.KindReady, Node: "worker-0", Ready: "True"},
+		trace.Event{TMS: 5900, Kind: trace.KindPod, Node: "worker-0", Pod: "kmm-worker-worker-0-dummy", WorkerAction: contract.ActionLoad, Phase: trace.PhaseCreated, Detail: "Load created"},
+		trace.Event{TMS: 6150, Kind: trace.KindLoad, Node: "worker-0", Pod: "kmm-worker-worker-0-dummy", Module: "dummy", BootID: b, WorkerAction: contract.ActionLoad, Detail: "Load"},
+		trace.Event{TMS: 6160, Kind: trace.KindTruth, Node: "worker-0", BootID: b, Modules: []string{"dummy"}, Detail: "dummy"},
+		trace.Event{TMS: 9000, Kind: trace.KindAction, Node: "worker-1", Action: scenarios.ActNetworkBlip, Phase: trace.PhaseStart, DowntimeMS: 500, Detail: "network-blip (downtime 500ms)"},
+		trace.Event{TMS: 9500, Kind: trace.KindAction, Node: "worker-1", Action: scenarios.ActRemoveModule, Detail: "remove-module dummy"},
+		trace.Event{TMS: 10000, Kind: trace.KindCluster, Detail: "kube-apiserver down"},
+		trace.Event{TMS: 10800, Kind: trace.KindCluster, Detail: "kube-apiserver back"},
+		trace.Event{TMS: 11000, Kind: trace.KindWatch, Detail: "pods watch failed; relisted"},
+		trace.Event{TMS: 12000, Kind: trace.KindPod, Node: "worker-1", Pod: "kmm-worker-worker-1-dummy", WorkerAction: contract.ActionUnload, Phase: trace.PhaseCreated, Detail: "Unload created"},
+		trace.Event{TMS: 12300, Kind: trace.KindLoad, Node: "worker-1", Pod: "kmm-worker-worker-1-dummy", Module: "dummy", BootID: c, WorkerAction: contract.ActionUnload, Detail: "Unload"},
+		trace.Event{TMS: 12310, Kind: trace.KindTruth, Node: "worker-1", BootID: c},
+		trace.Event{TMS: 15000, Kind: trace.KindReady, Node: "worker-1", Ready: "Unknown"},
+		trace.Event{TMS: 15500, Kind: trace.KindBoot, Node: "worker-1", BootID: d},
+		trace.Event{TMS: 15500, Kind: trace.KindTruth, Node: "worker-1", BootID: d},
+		trace.Event{TMS: 16000, Kind: trace.KindReady, Node: "worker-1", Ready: "True"},
 	)
 	return scenarios.CaseResult{
 		Scenario: "fast-reboot-0.3g", Description: "A hard reset shorter than the grace period; the node never shows NotReady.",
@@ -99,18 +100,18 @@ func twoNodeCase() scenarios.CaseResult {
 // manyNodeCase has more nodes than the timeline shows, and a reboot whose
 // grace window runs past the end of the case.
 func manyNodeCase() scenarios.CaseResult {
-	var tr []scenarios.TraceEvent
+	var tr []trace.Event
 	for i := 9; i >= 0; i-- {
 		n := fmt.Sprintf("node-%02d", i)
 		boot := fmt.Sprintf("%08x-boot", i)
 		tr = append(tr,
-			scenarios.TraceEvent{TMS: int64(i), Kind: scenarios.TraceReady, Node: n, Ready: "True"},
-			scenarios.TraceEvent{TMS: int64(i), Kind: scenarios.TraceBoot, Node: n, BootID: boot},
-			scenarios.TraceEvent{TMS: 100 + int64(i), Kind: scenarios.TraceHeartbeat, Node: n},
-			scenarios.TraceEvent{TMS: 200 + int64(i)*10, Kind: scenarios.TraceTruth, Node: n, BootID: boot, Modules: []string{"dummy"}, Detail: "dummy"},
+			trace.Event{TMS: int64(i), Kind: trace.KindReady, Node: n, Ready: "True"},
+			trace.Event{TMS: int64(i), Kind: trace.KindBoot, Node: n, BootID: boot},
+			trace.Event{TMS: 100 + int64(i), Kind: trace.KindHeartbeat, Node: n},
+			trace.Event{TMS: 200 + int64(i)*10, Kind: trace.KindTruth, Node: n, BootID: boot, Modules: []string{"dummy"}, Detail: "dummy"},
 		)
 	}
-	tr = append(tr, scenarios.TraceEvent{TMS: 700, Kind: scenarios.TraceAction, Node: "node-03", Action: scenarios.ActReboot, Phase: scenarios.PhaseStart, DowntimeMS: 300, Detail: "reboot (downtime 300ms)"})
+	tr = append(tr, trace.Event{TMS: 700, Kind: trace.KindAction, Node: "node-03", Action: scenarios.ActReboot, Phase: trace.PhaseStart, DowntimeMS: 300, Detail: "reboot (downtime 300ms)"})
 	return scenarios.CaseResult{
 		Scenario: "fleet-reboot", Subject: "legacy", Cluster: "kind", Nodes: "fake", NodeCount: 10,
 		Expected: "fail", ExpectedAssertions: []string{"reload"}, Observed: "fail", Verdict: "pass",

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"github.com/bootproof/bootproof/scenarios/trace"
 	"io"
 	"os"
 	"os/exec"
@@ -17,17 +18,17 @@ import (
 )
 
 func sample() scenarios.Results {
-	trace := []scenarios.TraceEvent{
-		{TMS: 0, Kind: scenarios.TraceReady, Node: "n0", Ready: "True"},
-		{TMS: 0, Kind: scenarios.TraceBoot, Node: "n0", BootID: "aaaaaaaa-1"},
-		{TMS: 100, Kind: scenarios.TraceHeartbeat, Node: "n0"},
-		{TMS: 300, Kind: scenarios.TracePod, Node: "n0", Pod: "kmm-worker-n0-dummy", WorkerAction: contract.ActionLoad, Phase: scenarios.PhaseCreated, Detail: "Load created"},
-		{TMS: 500, Kind: scenarios.TraceLoad, Node: "n0", Pod: "kmm-worker-n0-dummy", Module: "dummy", BootID: "aaaaaaaa-1", WorkerAction: contract.ActionLoad, Detail: "Load"},
-		{TMS: 510, Kind: scenarios.TraceTruth, Node: "n0", BootID: "aaaaaaaa-1", Modules: []string{"dummy"}, Detail: "dummy"},
-		{TMS: 1000, Kind: scenarios.TraceAction, Node: "n0", Action: scenarios.ActReboot, Phase: scenarios.PhaseStart, DowntimeMS: 3000, Detail: "reboot (downtime 3s)"},
-		{TMS: 4000, Kind: scenarios.TraceBoot, Node: "n0", BootID: "bbbbbbbb-2"},
-		{TMS: 4010, Kind: scenarios.TraceTruth, Node: "n0", BootID: "bbbbbbbb-2"},
-		{TMS: 4500, Kind: scenarios.TraceTruth, Node: "n0", BootID: "bbbbbbbb-2", Modules: []string{"dummy"}, Detail: "dummy"},
+	trace := []trace.Event{
+		{TMS: 0, Kind: trace.KindReady, Node: "n0", Ready: "True"},
+		{TMS: 0, Kind: trace.KindBoot, Node: "n0", BootID: "aaaaaaaa-1"},
+		{TMS: 100, Kind: trace.KindHeartbeat, Node: "n0"},
+		{TMS: 300, Kind: trace.KindPod, Node: "n0", Pod: "kmm-worker-n0-dummy", WorkerAction: contract.ActionLoad, Phase: trace.PhaseCreated, Detail: "Load created"},
+		{TMS: 500, Kind: trace.KindLoad, Node: "n0", Pod: "kmm-worker-n0-dummy", Module: "dummy", BootID: "aaaaaaaa-1", WorkerAction: contract.ActionLoad, Detail: "Load"},
+		{TMS: 510, Kind: trace.KindTruth, Node: "n0", BootID: "aaaaaaaa-1", Modules: []string{"dummy"}, Detail: "dummy"},
+		{TMS: 1000, Kind: trace.KindAction, Node: "n0", Action: scenarios.ActReboot, Phase: trace.PhaseStart, DowntimeMS: 3000, Detail: "reboot (downtime 3s)"},
+		{TMS: 4000, Kind: trace.KindBoot, Node: "n0", BootID: "bbbbbbbb-2"},
+		{TMS: 4010, Kind: trace.KindTruth, Node: "n0", BootID: "bbbbbbbb-2"},
+		{TMS: 4500, Kind: trace.KindTruth, Node: "n0", BootID: "bbbbbbbb-2", Modules: []string{"dummy"}, Detail: "dummy"},
 	}
 	reboot := []scenarios.RebootMetric{{Node: "n0", OldBootID: "aaaaaaaa-1", NewBootID: "bbbbbbbb-2", Planned: true, DowntimeMS: 3000,
 		DetectionLatencyMS: 200, ReloadLatencyMS: 500, StartMS: 1000, BootVisibleMS: 4000}}

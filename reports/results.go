@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/bootproof/bootproof/scenarios/trace"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -107,7 +108,7 @@ func withEmptyLists(r scenarios.Results) scenarios.Results {
 			c.Reboots = []scenarios.RebootMetric{}
 		}
 		if c.Trace == nil {
-			c.Trace = []scenarios.TraceEvent{}
+			c.Trace = []trace.Event{}
 		}
 	}
 	return r
@@ -154,7 +155,7 @@ func Rewrite(dir string) (scenarios.Results, error) {
 	if err := json.Unmarshal(data, &traces); err != nil {
 		return r, fmt.Errorf("%s: %w", filepath.Join(dir, TraceFile), err)
 	}
-	byCase := map[string][]scenarios.TraceEvent{}
+	byCase := map[string][]trace.Event{}
 	for _, t := range traces {
 		byCase[t.Case] = t.Events
 	}

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"github.com/bootproof/bootproof/scenarios/trace"
 	"sort"
 	"strings"
 
@@ -116,7 +117,7 @@ func timelineEnd(c scenarios.CaseResult) int64 {
 }
 
 // traceNodes lists the nodes named in trace, sorted.
-func traceNodes(trace []scenarios.TraceEvent) []string {
+func traceNodes(trace []trace.Event) []string {
 	var nodes []string
 	seen := map[string]bool{}
 	for _, e := range trace {
@@ -153,7 +154,7 @@ func (g nodeGroup) laneY(i int) float64 { return g.y + float64(i)*(tlLane+tlLane
 // laneEvents are the events of one node that are drawn as segments, each
 // lasting until the next one of its kind.
 type laneEvents struct {
-	ready, boot, truth []scenarios.TraceEvent
+	ready, boot, truth []trace.Event
 	bootIdx            map[string]int // boot ID -> index of its colour
 }
 
@@ -163,10 +164,10 @@ func (l *timelineLayout) drawNode(node string, y float64) {
 	g := nodeGroup{timelineLayout: l, node: node, y: y}
 	g.drawLanes()
 	ev := g.drawEvents()
-	g.segments(ev.ready, laneReady, readyColor, func(e scenarios.TraceEvent) string { return "Ready=" + e.Ready })
-	g.segments(ev.boot, laneBoot, func(e scenarios.TraceEvent) string { return bootColors[ev.bootIdx[e.BootID]%len(bootColors)] },
-		func(e scenarios.TraceEvent) string { return "boot " + short(e.BootID) })
-	g.segments(ev.truth, laneTruth, truthColor, func(e scenarios.TraceEvent) string {
+	g.segments(ev.ready, laneReady, readyColor, func(e trace.Event) string { return "Ready=" + e.Ready })
+	g.segments(ev.boot, laneBoot, func(e trace.Event) string { return bootColors[ev.bootIdx[e.BootID]%len(bootColors)] },
+		func(e trace.Event) string { return "boot " + short(e.BootID) })
+	g.segments(ev.truth, laneTruth, truthColor, func(e trace.Event) string {
 		return strings.Join(e.Modules, ",") + " in boot " + short(e.BootID)
 	})
 	for _, m := range l.c.Reboots {
@@ -199,24 +200,24 @@ func (g nodeGroup) drawEvents() laneEvents {
 			continue
 		}
 		switch e.Kind {
-		case scenarios.TraceHeartbeat:
+		case trace.KindHeartbeat:
 			g.t.Lines = append(g.t.Lines, Line{X1: g.x(e.TMS), Y1: g.laneY(laneHeartbeats) + 2, X2: g.x(e.TMS), Y2: g.laneY(laneHeartbeats) + tlLane - 2,
 				Stroke: "#444", Width: 1, Title: fmt.Sprintf("lease renewed at %.2fs", sec(e.TMS))})
-		case scenarios.TraceReady:
+		case trace.KindReady:
 			ev.ready = append(ev.ready, e)
-		case scenarios.TraceBoot:
+		case trace.KindBoot:
 			if _, ok := ev.bootIdx[e.BootID]; !ok {
 				ev.bootIdx[e.BootID] = len(ev.bootIdx)
 			}
 			ev.boot = append(ev.boot, e)
-		case scenarios.TraceTruth:
+		case trace.KindTruth:
 			ev.truth = append(ev.truth, e)
-		case scenarios.TracePod:
+		case trace.KindPod:
 			g.drawPod(e)
-		case scenarios.TraceLoad:
+		case trace.KindLoad:
 			g.t.Circles = append(g.t.Circles, Circle{X: g.x(e.TMS), Y: g.laneY(laneWorkers) + tlLane/2, R: 4, Fill: "#2ca02c",
 				Title: fmt.Sprintf("%s %s of %s succeeded at %.2fs in boot %s", e.Pod, e.WorkerAction, e.Module, sec(e.TMS), short(e.BootID))})
-		case scenarios.TraceAction:
+		case trace.KindAction:
 			g.drawDisruption(e)
 		}
 	}
@@ -224,16 +225,16 @@ func (g nodeGroup) drawEvents() laneEvents {
 }
 
 // drawPod marks a worker pod's creation (a bar) or failure (a red dot).
-func (g nodeGroup) drawPod(e scenarios.TraceEvent) {
+func (g nodeGroup) drawPod(e trace.Event) {
 	fill := "#1f77b4"
 	if e.WorkerAction == contract.ActionUnload {
 		fill = "#7f7f7f"
 	}
 	switch e.Phase {
-	case scenarios.PhaseCreated:
+	case trace.PhaseCreated:
 		g.t.Rects = append(g.t.Rects, Rect{X: g.x(e.TMS) - 3, Y: g.laneY(laneWorkers) + 3, W: 6, H: tlLane - 6, Fill: fill,
 			Title: fmt.Sprintf("%s %s at %.2fs", e.Pod, e.Detail, sec(e.TMS))})
-	case scenarios.PhaseFailed:
+	case trace.PhaseFailed:
 		g.t.Circles = append(g.t.Circles, Circle{X: g.x(e.TMS), Y: g.laneY(laneWorkers) + tlLane/2, R: 4, Fill: "#d62728",
 			Title: fmt.Sprintf("%s %s at %.2fs", e.Pod, e.Detail, sec(e.TMS))})
 	}
@@ -242,7 +243,7 @@ func (g nodeGroup) drawPod(e scenarios.TraceEvent) {
 // drawDisruption shades the grace-period window after the start of a
 // node disruption (reboot, kubelet restart, network blip, node pause)
 // across the node's lanes.
-func (g nodeGroup) drawDisruption(e scenarios.TraceEvent) {
+func (g nodeGroup) drawDisruption(e trace.Event) {
 	if !e.Disruption() {
 		return
 	}
@@ -257,7 +258,7 @@ func (g nodeGroup) drawDisruption(e scenarios.TraceEvent) {
 // segments draws evs in lane, each from its time to the next event's (the
 // last to the end), coloured by color (no segment when it is empty) and
 // labelled by label where there is room.
-func (g nodeGroup) segments(evs []scenarios.TraceEvent, lane int, color, label func(scenarios.TraceEvent) string) {
+func (g nodeGroup) segments(evs []trace.Event, lane int, color, label func(trace.Event) string) {
 	for i, e := range evs {
 		stop := g.end
 		if i+1 < len(evs) {
@@ -276,7 +277,7 @@ func (g nodeGroup) segments(evs []scenarios.TraceEvent, lane int, color, label f
 }
 
 // readyColor is the colour of a Ready condition status.
-func readyColor(e scenarios.TraceEvent) string {
+func readyColor(e trace.Event) string {
 	switch e.Ready {
 	case "True":
 		return "#2ca02c"
@@ -287,7 +288,7 @@ func readyColor(e scenarios.TraceEvent) string {
 }
 
 // truthColor colours the time a module is loaded; none when it is not.
-func truthColor(e scenarios.TraceEvent) string {
+func truthColor(e trace.Event) string {
 	if len(e.Modules) == 0 {
 		return ""
 	}
@@ -316,7 +317,7 @@ func (g nodeGroup) drawReload(m scenarios.RebootMetric) {
 // the case was not judged through them.
 func (l *timelineLayout) drawFaults(axisY float64) {
 	for _, e := range l.c.Trace {
-		if e.Kind != scenarios.TraceCluster && e.Kind != scenarios.TraceWatch {
+		if e.Kind != trace.KindCluster && e.Kind != trace.KindWatch {
 			continue
 		}
 		l.t.Lines = append(l.t.Lines, Line{X1: l.x(e.TMS), Y1: tlTop - 6, X2: l.x(e.TMS), Y2: axisY, Stroke: "#d62728", Width: 1.5, Dash: "2 2",

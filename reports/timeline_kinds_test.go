@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"github.com/bootproof/bootproof/scenarios/trace"
 	"strings"
 	"testing"
 	"time"
@@ -18,17 +19,17 @@ func TestTimelineShadesEveryDisruption(t *testing.T) {
 	for _, name := range kinds {
 		kind := scenarios.ActionKind(name)
 		t.Run(name, func(t *testing.T) {
-			var ev scenarios.TraceEvent
-			if kind.Disrupts() {
+			var ev trace.Event
+			if scenarios.Disrupts(kind) {
 				disruptions++
-				ev = scenarios.DisruptionEvent("node-0", kind, scenarios.PhaseStart, 2*time.Second)
+				ev = trace.DisruptionEvent("node-0", kind, trace.PhaseStart, 2*time.Second)
 			} else {
-				ev = scenarios.TraceEvent{Kind: scenarios.TraceAction, Node: "node-0", Action: kind, Detail: name}
+				ev = trace.Event{Kind: trace.KindAction, Node: "node-0", Action: kind, Detail: name}
 			}
 			ev.TMS = 1000
-			c := scenarios.CaseResult{Scenario: "s", Subject: "bootid", DurationMS: 20000, GracePeriodMS: 8000, Trace: []scenarios.TraceEvent{
-				{TMS: 0, Kind: scenarios.TraceReady, Node: "node-0", Ready: "True"}, ev,
-				scenarios.DisruptionEvent("node-0", kind, scenarios.PhaseDone, 0)}}
+			c := scenarios.CaseResult{Scenario: "s", Subject: "bootid", DurationMS: 20000, GracePeriodMS: 8000, Trace: []trace.Event{
+				{TMS: 0, Kind: trace.KindReady, Node: "node-0", Ready: "True"}, ev,
+				trace.DisruptionEvent("node-0", kind, trace.PhaseDone, 0)}}
 			c.Trace[2].TMS = 3000
 			p := BuildTimeline(c)
 			shaded := 0
@@ -42,15 +43,15 @@ func TestTimelineShadesEveryDisruption(t *testing.T) {
 				labelled = labelled || tx.Text == name+" / grace window"
 			}
 			switch {
-			case kind.Disrupts() && (shaded != 1 || !labelled):
+			case scenarios.Disrupts(kind) && (shaded != 1 || !labelled):
 				t.Errorf("disruption %s: %d shaded windows, labelled %v; want one, labelled", name, shaded, labelled)
-			case !kind.Disrupts() && (shaded != 0 || labelled):
+			case !scenarios.Disrupts(kind) && (shaded != 0 || labelled):
 				t.Errorf("action %s is no disruption, yet %d windows shaded", name, shaded)
 			}
 		})
 	}
 	for _, want := range []scenarios.ActionKind{scenarios.ActReboot, scenarios.ActRestartKubelet, scenarios.ActNetworkBlip, scenarios.ActPauseNode} {
-		if !want.Disrupts() {
+		if !scenarios.Disrupts(want) {
 			t.Errorf("%s is not counted as a disruption", want)
 		}
 	}

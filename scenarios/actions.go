@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/bootproof/bootproof/scenarios/trace"
 	"maps"
 	"slices"
 	"sync"
@@ -140,22 +141,10 @@ func timelineActions() map[ActionKind]actionSpec {
 
 // Disrupts reports whether an action of kind k disrupts nodes (a reboot,
 // a kubelet restart, a network blip, a node pause): its start on a node
-// opens a grace-period window (TraceEvent.Disruption).
-func (k ActionKind) Disrupts() bool {
+// opens a grace-period window (trace.Event.Disruption).
+func Disrupts(k ActionKind) bool {
 	_, ok := nodeActions()[k]
 	return ok
-}
-
-// DisruptionEvent is the trace event of a node disruption's start
-// (PhaseStart, with its downtime or length) or end (PhaseDone), as the
-// engine records it (its time aside).
-func DisruptionEvent(node string, kind ActionKind, phase TracePhase, downtime time.Duration) TraceEvent {
-	e := TraceEvent{Kind: TraceAction, Node: node, Action: kind, Phase: phase, Detail: string(kind) + " " + string(phase)}
-	if phase == PhaseStart {
-		e.DowntimeMS = downtime.Milliseconds()
-		e.Detail = fmt.Sprintf("%s (downtime %s)", kind, downtime)
-	}
-	return e
 }
 
 // required checks that a duration parameter is set.
@@ -355,7 +344,7 @@ func (c *caseRun) spread(ctx context.Context, a Action, kind ActionKind, downtim
 				errs[i] = ctx.Err()
 				return
 			}
-			c.obs.Disruption(n, kind, PhaseStart, downtime)
+			c.obs.Disruption(n, kind, trace.PhaseStart, downtime)
 			c.mu.Lock()
 			d.Start = time.Now()
 			c.mu.Unlock()
@@ -373,7 +362,7 @@ func (c *caseRun) spread(ctx context.Context, a Action, kind ActionKind, downtim
 				c.mu.Unlock()
 				return
 			}
-			c.obs.Disruption(n, kind, PhaseDone, 0)
+			c.obs.Disruption(n, kind, trace.PhaseDone, 0)
 		}()
 	}
 	if !a.Wait {

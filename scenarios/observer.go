@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/bootproof/bootproof/scenarios/trace"
 	"slices"
 	"sort"
 	"sync"
@@ -115,7 +116,7 @@ type Observer struct {
 	nodes   map[string]bool
 	readTr  GroundTruthReader
 	mu      sync.Mutex
-	trace   []TraceEvent
+	trace   []trace.Event
 	state   map[string]*nodeObs
 	pods    map[string]*podObs
 	loads   []load
@@ -143,7 +144,7 @@ func newObserver(start time.Time, nodeNames []string, readTruth GroundTruthReade
 func (o *Observer) ms(t time.Time) int64 { return t.Sub(o.start).Milliseconds() }
 
 // record appends to the trace and wakes waiters; call with o.mu held.
-func (o *Observer) record(ev TraceEvent, at time.Time) {
+func (o *Observer) record(ev trace.Event, at time.Time) {
 	ev.TMS = o.ms(at)
 	o.trace = append(o.trace, ev)
 	close(o.changed)
@@ -152,7 +153,7 @@ func (o *Observer) record(ev TraceEvent, at time.Time) {
 
 // recordAt records ev as seen at time at (before later events, if at
 // is earlier: Trace sorts by time).
-func (o *Observer) recordAt(ev TraceEvent, at time.Time) {
+func (o *Observer) recordAt(ev trace.Event, at time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.record(ev, at)
@@ -163,15 +164,15 @@ func (o *Observer) recordAt(ev TraceEvent, at time.Time) {
 func (o *Observer) Action(node string, kind ActionKind, detail string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.record(TraceEvent{Kind: TraceAction, Node: node, Action: kind, Detail: detail}, time.Now())
+	o.record(trace.Event{Kind: trace.KindAction, Node: node, Action: kind, Detail: detail}, time.Now())
 }
 
-// Disruption records the start (PhaseStart, with its downtime or
-// length) or the end (PhaseDone) of a node disruption.
-func (o *Observer) Disruption(node string, kind ActionKind, phase TracePhase, downtime time.Duration) {
+// Disruption records the start (trace.PhaseStart, with its downtime or
+// length) or the end (trace.PhaseDone) of a node disruption.
+func (o *Observer) Disruption(node string, kind ActionKind, phase trace.Phase, downtime time.Duration) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.record(DisruptionEvent(node, kind, phase, downtime), time.Now())
+	o.record(trace.DisruptionEvent(node, kind, phase, downtime), time.Now())
 }
 
 // Changed returns a channel closed at the next observation.
@@ -182,11 +183,11 @@ func (o *Observer) Changed() <-chan struct{} {
 }
 
 // Trace returns a copy of the trace, in time order.
-func (o *Observer) Trace() []TraceEvent {
+func (o *Observer) Trace() []trace.Event {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	out := slices.Clone(o.trace)
-	slices.SortStableFunc(out, func(a, b TraceEvent) int { return cmp.Compare(a.TMS, b.TMS) })
+	slices.SortStableFunc(out, func(a, b trace.Event) int { return cmp.Compare(a.TMS, b.TMS) })
 	return out
 }
 

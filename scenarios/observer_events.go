@@ -3,6 +3,7 @@ package scenarios
 import (
 	"cmp"
 	"fmt"
+	"github.com/bootproof/bootproof/scenarios/trace"
 	"maps"
 	"slices"
 	"sort"
@@ -29,7 +30,7 @@ func (o *Observer) onNode(obj any) {
 	r := readyOf(n)
 	if r != s.ready {
 		s.ready = r
-		o.record(TraceEvent{Kind: TraceReady, Node: n.Name, Ready: string(r)}, now)
+		o.record(trace.Event{Kind: trace.KindReady, Node: n.Name, Ready: string(r)}, now)
 	}
 	if r != corev1.ConditionTrue {
 		s.notReadyAt = append(s.notReadyAt, now)
@@ -41,7 +42,7 @@ func (o *Observer) onNode(obj any) {
 		if _, seen := s.bootSeen[b]; !seen {
 			s.bootSeen[b] = now
 		}
-		o.record(TraceEvent{Kind: TraceBoot, Node: n.Name, BootID: b, Detail: "kernel " + s.kernelVersion}, now)
+		o.record(trace.Event{Kind: trace.KindBoot, Node: n.Name, BootID: b, Detail: "kernel " + s.kernelVersion}, now)
 	}
 }
 
@@ -76,7 +77,7 @@ func (o *Observer) onLease(obj any) {
 	if l.Spec.RenewTime != nil && l.Spec.RenewTime.After(s.renewTime) {
 		s.renewTime = l.Spec.RenewTime.Time
 		s.renewSeen = append(s.renewSeen, now)
-		o.record(TraceEvent{Kind: TraceHeartbeat, Node: l.Name}, now)
+		o.record(trace.Event{Kind: trace.KindHeartbeat, Node: l.Name}, now)
 	}
 	if err != nil {
 		o.errs = append(o.errs, err.Error())
@@ -110,7 +111,7 @@ func (o *Observer) onLease(obj any) {
 			}
 		}
 		mods := sortedKeys(t.Modules)
-		o.record(TraceEvent{Kind: TraceTruth, Node: l.Name, BootID: t.BootID, Modules: mods, Detail: strings.Join(mods, ",")}, now)
+		o.record(trace.Event{Kind: trace.KindTruth, Node: l.Name, BootID: t.BootID, Modules: mods, Detail: strings.Join(mods, ",")}, now)
 	}
 }
 
@@ -148,11 +149,11 @@ func (o *Observer) onPod(obj any) {
 	if po == nil {
 		po = &podObs{name: p.Name, node: p.Spec.NodeName, action: action, created: now, moduleName: moduleNameOf(p)}
 		o.pods[key] = po
-		o.record(TraceEvent{Kind: TracePod, Node: po.node, Pod: p.Name, Module: po.moduleName, WorkerAction: action, Phase: PhaseCreated, Detail: action + " created"}, now)
+		o.record(trace.Event{Kind: trace.KindPod, Node: po.node, Pod: p.Name, Module: po.moduleName, WorkerAction: action, Phase: trace.PhaseCreated, Detail: action + " created"}, now)
 	}
 	if p.Status.Phase != po.phase {
 		po.phase = p.Status.Phase
-		o.record(TraceEvent{Kind: TracePod, Node: po.node, Pod: p.Name, Module: po.moduleName, WorkerAction: action, Phase: TracePhase(p.Status.Phase),
+		o.record(trace.Event{Kind: trace.KindPod, Node: po.node, Pod: p.Name, Module: po.moduleName, WorkerAction: action, Phase: trace.Phase(p.Status.Phase),
 			Detail: action + " " + string(p.Status.Phase)}, now)
 	}
 	if p.Status.Phase == corev1.PodRunning && !po.running {
@@ -168,7 +169,7 @@ func (o *Observer) onPod(obj any) {
 		}
 		po.loadBoot = boot
 		o.loads = append(o.loads, load{node: po.node, moduleName: po.moduleName, action: action, boot: boot, at: now, modules: mods})
-		o.record(TraceEvent{Kind: TraceLoad, Node: po.node, Pod: p.Name, Module: po.moduleName, BootID: boot, WorkerAction: action, Detail: action}, now)
+		o.record(trace.Event{Kind: trace.KindLoad, Node: po.node, Pod: p.Name, Module: po.moduleName, BootID: boot, WorkerAction: action, Detail: action}, now)
 	}
 }
 
@@ -184,7 +185,7 @@ func (o *Observer) onPodDelete(obj any) {
 	defer o.mu.Unlock()
 	if po := o.pods[string(p.UID)]; po != nil && !po.deleted {
 		po.deleted = true
-		o.record(TraceEvent{Kind: TracePod, Node: po.node, Pod: p.Name, Module: po.moduleName, WorkerAction: po.action, Phase: PhaseDeleted,
+		o.record(trace.Event{Kind: trace.KindPod, Node: po.node, Pod: p.Name, Module: po.moduleName, WorkerAction: po.action, Phase: trace.PhaseDeleted,
 			Detail: po.action + " deleted"}, time.Now())
 	}
 }
@@ -236,7 +237,7 @@ func (o *Observer) onNMC(obj any) {
 		for _, e := range status {
 			parts = append(parts, fmt.Sprintf("%s@%s", e.Name, judging.Short(e.BootID)))
 		}
-		o.record(TraceEvent{Kind: TraceStatus, Node: u.GetName(), Detail: strings.Join(parts, ",")}, now)
+		o.record(trace.Event{Kind: trace.KindStatus, Node: u.GetName(), Detail: strings.Join(parts, ",")}, now)
 	}
 }
 

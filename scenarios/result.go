@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"github.com/bootproof/bootproof/scenarios/trace"
 	"sort"
 	"strings"
 	"time"
@@ -65,7 +66,7 @@ type CaseResult struct {
 	ReloadBound *ReloadBoundResult `json:"reload_bound,omitempty"`
 	Assertions  []AssertionResult  `json:"assertions"`
 	Reboots     []RebootMetric     `json:"reboots"`
-	Trace       []TraceEvent       `json:"-"`
+	Trace       []trace.Event      `json:"-"`
 }
 
 // Unjudged lists the parts of the case's assertions that were left out:
@@ -123,77 +124,8 @@ func (b ReloadBoundResult) Format(format func(time.Duration) string) string {
 	return fmt.Sprintf("%s (%s: first load %s; the deadline %s caps it)", format(bound), b.Rule, format(first), dl)
 }
 
-// TraceEvent is one observation, times relative to the case's start.
-// What a report draws is in its typed fields; Detail is prose for people
-// (tooltips, the trace file) and is never parsed.
-type TraceEvent struct {
-	TMS    int64     `json:"t_ms"`
-	Kind   TraceKind `json:"kind"`
-	Node   string    `json:"node,omitempty"`
-	Ready  string    `json:"ready,omitempty"`
-	BootID string    `json:"boot_id,omitempty"`
-	Module string    `json:"module,omitempty"`
-	Pod    string    `json:"pod,omitempty"`
-	// Action is the timeline action a TraceAction event belongs to
-	// (empty for the engine's own steps: NMCs created, a subject
-	// started, a judging note).
-	Action ActionKind `json:"action,omitempty"`
-	// Phase is where the event is in its action or pod: a node
-	// disruption's PhaseStart and PhaseDone; a worker pod's
-	// PhaseCreated, PhaseDeleted or its pod phase (Pending, Running,
-	// Succeeded, Failed).
-	Phase TracePhase `json:"phase,omitempty"`
-	// DowntimeMS is a disruption's downtime (reboot, kubelet restart) or
-	// length (network blip, pause), at its PhaseStart.
-	DowntimeMS int64 `json:"downtime_ms,omitempty"`
-	// WorkerAction is a worker pod's action (contract.ActionLoad,
-	// contract.ActionUnload), on TracePod and TraceLoad events.
-	WorkerAction string `json:"worker_action,omitempty"`
-	// Modules are the modules loaded on the node, on TraceTruth events
-	// (none: nothing loaded).
-	Modules []string `json:"modules,omitempty"`
-	Detail  string   `json:"detail,omitempty"`
-}
-
-// Disruption reports whether e starts a node disruption (a reboot, a
-// kubelet restart, a network blip, a node pause): the start of a window
-// a report shades for the grace period.
-func (e TraceEvent) Disruption() bool { return e.Kind == TraceAction && e.Phase == PhaseStart }
-
-// TraceKind is what a trace event observed.
-type TraceKind string
-
-// Trace kinds.
-const (
-	TraceAction    TraceKind = "action"
-	TraceReady     TraceKind = "ready"
-	TraceBoot      TraceKind = "boot"
-	TraceHeartbeat TraceKind = "heartbeat"
-	TraceTruth     TraceKind = "truth"
-	TracePod       TraceKind = "pod"
-	TraceLoad      TraceKind = "load"
-	TraceStatus    TraceKind = "status"
-	// TraceCluster is a cluster fault: a component down, then back.
-	TraceCluster TraceKind = "cluster"
-	// TraceWatch is a watch of the observer that failed and relisted.
-	TraceWatch TraceKind = "watch"
-)
-
-// TracePhase is where an event is in its action or pod.
-type TracePhase string
-
-// Trace phases; a worker pod's events also carry its pod phase
-// (corev1.PodPhase: Pending, Running, Succeeded, Failed).
-const (
-	PhaseStart   TracePhase = "start"
-	PhaseDone    TracePhase = "done"
-	PhaseCreated TracePhase = "created"
-	PhaseDeleted TracePhase = "deleted"
-	PhaseFailed  TracePhase = "Failed"
-)
-
 // CaseTrace is one case's trace in trace.json.
 type CaseTrace struct {
-	Case   string       `json:"case"`
-	Events []TraceEvent `json:"events"`
+	Case   string        `json:"case"`
+	Events []trace.Event `json:"events"`
 }

@@ -1,11 +1,16 @@
 package scenarios
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/bootproof/bootproof/scenarios/trace"
+)
 
 // ActionKind names a step of a scenario's timeline: the key of a one-key
 // mapping under actions. Each kind's parameters, checks and behaviour are
-// one entry of the action table (actions.go).
-type ActionKind string
+// one entry of the action table (actions.go). The type is the trace's
+// (trace.Event.Action), which records the action an event belongs to.
+type ActionKind = trace.ActionKind
 
 // Action kinds.
 const (

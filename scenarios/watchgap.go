@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"github.com/bootproof/bootproof/scenarios/trace"
 	"strings"
 	"sync"
 	"time"
@@ -89,7 +90,7 @@ func (o *Observer) listStarts(what string, st *watchState) {
 		why = "the watch ended and could not resume"
 	}
 	st.open = &WatchGap{What: what, From: st.lastSeen, Err: why}
-	o.recordAt(TraceEvent{Kind: TraceWatch, Detail: fmt.Sprintf("%s relisting (%s): events since %.1fs may be lost", what, why, st.lastSeen.Sub(o.start).Seconds())}, time.Now())
+	o.recordAt(trace.Event{Kind: trace.KindWatch, Detail: fmt.Sprintf("%s relisting (%s): events since %.1fs may be lost", what, why, st.lastSeen.Sub(o.start).Seconds())}, time.Now())
 }
 
 // listDone closes the gap of a relist, or marks the initial list done.
@@ -107,7 +108,7 @@ func (o *Observer) listDone(what string, st *watchState) {
 	o.mu.Lock()
 	o.gaps = append(o.gaps, g)
 	o.mu.Unlock()
-	o.recordAt(TraceEvent{Kind: TraceWatch, Detail: what + " relisted"}, now)
+	o.recordAt(trace.Event{Kind: trace.KindWatch, Detail: what + " relisted"}, now)
 }
 
 // trackWatch passes w's events on, noting each one's time, a 410 in the

@@ -3,6 +3,7 @@ package runner_test
 import (
 	"context"
 	"fmt"
+	"github.com/bootproof/bootproof/scenarios/trace"
 	"maps"
 	"os"
 	"slices"
@@ -264,7 +265,7 @@ func reloadStages(c scenarios.CaseResult) (created, running reports.Distribution
 		at := m.BootVisibleMS + m.DetectionLatencyMS
 		pod := ""
 		for _, e := range c.Trace {
-			if e.Kind != scenarios.TracePod || e.TMS < at {
+			if e.Kind != trace.KindPod || e.TMS < at {
 				continue
 			}
 			if pod == "" && e.Node == m.Node && e.Detail == "Load created" {

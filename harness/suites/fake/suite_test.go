@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"github.com/bootproof/bootproof/scenarios/trace"
 	"os"
 	"path/filepath"
 	"slices"
@@ -117,8 +118,8 @@ var _ = SynchronizedAfterSuite(func() {}, func() {
 // Ginkgo process meet in ReportAfterSuite through it. The trace, which
 // CaseResult leaves out of its JSON, travels beside it.
 type caseReport struct {
-	Case  scenarios.CaseResult   `json:"case"`
-	Trace []scenarios.TraceEvent `json:"trace"`
+	Case  scenarios.CaseResult `json:"case"`
+	Trace []trace.Event        `json:"trace"`
 }
 
 // String keeps the entry's representation in Ginkgo's own reports short.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/bootproof/bootproof/scenarios/trace"
 	"io"
 	"net"
 	"os"
@@ -321,7 +322,7 @@ func TestWatchExpiry(t *testing.T) {
 				px.cut()
 			})
 			record(t, "watch expiry (etcd compaction, 410 Gone)", c, "invalid run: observation gap", "410 Gone")
-			if slices.ContainsFunc(c.Trace, func(e scenarios.TraceEvent) bool { return e.Kind == scenarios.TraceCluster }) {
+			if slices.ContainsFunc(c.Trace, func(e trace.Event) bool { return e.Kind == trace.KindCluster }) {
 				t.Errorf("a cluster fault was seen; the watch expiry must be judged on its own")
 			}
 		})
