@@ -405,7 +405,7 @@ func (c *caseRun) awaitNewBoots(ctx context.Context, nodes []string, timeout tim
 	start := time.Now()
 	var late []string
 	_ = c.waitFor(ctx, timeout, func() error {
-		late = judging.BootsNotVisible(c.facts(time.Now()), c.obs.waitRecord(nodes), nodes)
+		late = judging.BootsNotVisible(c.facts(time.Now()), c.obs.WaitRecord(nodes), nodes)
 		if len(late) == 0 {
 			return nil
 		}
@@ -425,7 +425,7 @@ func (c *caseRun) runWait(ctx context.Context, w judging.Wait) error {
 	err := c.waitFor(ctx, w.Timeout, func() error {
 		now := w
 		now.End = time.Now()
-		if judging.JudgeWait(c.facts(now.End), c.obs.waitRecord(w.Nodes), now).Held {
+		if judging.JudgeWait(c.facts(now.End), c.obs.WaitRecord(w.Nodes), now).Held {
 			return nil
 		}
 		return errNotYet

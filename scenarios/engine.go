@@ -14,6 +14,7 @@ import (
 	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/scenarios/health"
 	"github.com/bootproof/bootproof/scenarios/judging"
+	"github.com/bootproof/bootproof/scenarios/observe"
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,7 +29,7 @@ import (
 // and reads the ground truth they publish.
 type Backend interface {
 	nodeapi.NodeBackend
-	GroundTruthReader
+	observe.GroundTruthReader
 }
 
 // Engine runs scenarios against a cluster, a node backend and a subject.
@@ -67,7 +68,7 @@ type caseRun struct {
 	grace  time.Duration
 	cs     kubernetes.Interface
 	dyn    dynamic.Interface
-	obs    *Observer
+	obs    *observe.Observer
 	nodes  nodeapi.NodeSet
 	inst   SubjectInstance
 	start  time.Time

@@ -13,12 +13,14 @@ import (
 	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/scenarios/judging"
+	"github.com/bootproof/bootproof/scenarios/observe"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // The tests below drive the observer with scripted objects (what a
@@ -57,18 +59,22 @@ func newScript(t *testing.T, precondition Precondition) *script {
 		Deadline: Duration{Abs: 200 * time.Millisecond, Set: true}}
 	c := &caseRun{s: sc, e: &Engine{SettleTimeout: 200 * time.Millisecond}, grace: 10 * time.Second, start: start, baseAt: start,
 		names: []string{"n0"}, spec: map[string][]Module{"n0": sc.Modules}, kernel: map[string]string{}, inflight: map[string]*sync.WaitGroup{"n0": {}}}
-	c.obs = newObserver(start, c.names, scriptedBackend{})
+	obs, err := observe.New(observe.Config{Start: start, Nodes: c.names, GroundTruth: scriptedBackend{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.obs = obs
 	return &script{t: t, c: c}
 }
 
 func (s *script) node(ready corev1.ConditionStatus, boot string) {
-	s.c.obs.onNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n0"}, Status: corev1.NodeStatus{
+	s.c.obs.Observe(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n0"}, Status: corev1.NodeStatus{
 		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}, NodeInfo: corev1.NodeSystemInfo{BootID: boot}}})
 }
 
 func (s *script) truth(boot string, modules ...string) {
 	data, _ := json.Marshal(map[string]any{"boot": boot, "modules": modules})
-	s.c.obs.onLease(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n0", Annotations: map[string]string{"truth": string(data)}}})
+	s.c.obs.Observe(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n0", Annotations: map[string]string{"truth": string(data)}}})
 }
 
 func (s *script) loadPod(uid, action, boot string) {
@@ -78,7 +84,7 @@ func (s *script) loadPod(uid, action, boot string) {
 		Spec: corev1.PodSpec{NodeName: "n0"},
 		Status: corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{Name: "worker",
 			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: `{"bootID":"` + boot + `","action":"` + action + `"}`}}}}}}
-	s.c.obs.onPod(p)
+	s.c.obs.Observe(p)
 }
 
 func (s *script) status(boot string) {
@@ -86,7 +92,7 @@ func (s *script) status(boot string) {
 		"status": map[string]any{"modules": []any{map[string]any{"name": "dummy", "bootId": boot,
 			"config": map[string]any{"modprobe": map[string]any{"moduleName": "dummy"}}}}}}}
 	u.SetName("n0")
-	s.c.obs.onNMC(u)
+	s.c.obs.Observe(u)
 }
 
 // consistency runs the consistency check and records its result.
@@ -334,7 +340,7 @@ func TestLateExtraLoadIsWaitedForAndCounted(t *testing.T) {
 		Labels:      map[string]string{contract.WorkerActionLabel: "Load"},
 		Annotations: map[string]string{contract.WorkerConfigAnnotation: "modprobe:\n  moduleName: dummy\n"}},
 		Spec: corev1.PodSpec{NodeName: "n0"}, Status: corev1.PodStatus{Phase: corev1.PodPending}}
-	s.c.obs.onPod(pending)
+	s.c.obs.Observe(pending)
 	if got := s.c.obs.ActiveWorkers(); len(got) != 1 || !strings.Contains(got[0], "Load dummy, Pending") {
 		t.Fatalf("ActiveWorkers = %v", got)
 	}
@@ -354,8 +360,8 @@ func TestLateExtraLoadIsWaitedForAndCounted(t *testing.T) {
 
 	// A deleted pod is not waited for; nothing active returns at once.
 	d := newScript(t, "recorded")
-	d.c.obs.onPod(pending)
-	d.c.obs.onPodDelete(cache.DeletedFinalStateUnknown{Key: "x", Obj: pending})
+	d.c.obs.Observe(pending)
+	d.c.obs.ObserveDeleted(cache.DeletedFinalStateUnknown{Key: "x", Obj: pending})
 	start = time.Now()
 	if err := d.c.waitWorkersDone(context.Background(), 30*time.Second); err != nil {
 		t.Fatal(err)
@@ -367,7 +373,7 @@ func TestLateExtraLoadIsWaitedForAndCounted(t *testing.T) {
 	// A worker still active at the end of the wait: the loads cannot be
 	// counted, so the case is an invalid run (an error), never judged.
 	stuck := newScript(t, "recorded")
-	stuck.c.obs.onPod(pending)
+	stuck.c.obs.Observe(pending)
 	err := stuck.c.waitWorkersDone(context.Background(), 300*time.Millisecond)
 	var invalid *invalidRunError
 	if !errors.As(err, &invalid) || !strings.Contains(err.Error(), "worker pods still active 300ms after the timeline") ||
@@ -386,7 +392,7 @@ func (s *script) statusNoBoot(module string) {
 		"status": map[string]any{"modules": []any{map[string]any{"name": module,
 			"config": map[string]any{"modprobe": map[string]any{"moduleName": module}}}}}}}
 	u.SetName("n0")
-	s.c.obs.onNMC(u)
+	s.c.obs.Observe(u)
 }
 
 // An operator whose API has no status.modules[].bootId is judged on which
@@ -585,21 +591,32 @@ func TestRebootMetricPlannedDefault(t *testing.T) {
 // a pause longer than the grace period means NotReady could have been
 // missed, which makes the run invalid.
 func TestPreconditionFastNeedsRenewals(t *testing.T) {
-	s := newScript(t, "fast")
-	s.c.baseAt = time.Now().Add(-20 * time.Second)
-	s.node(corev1.ConditionTrue, "a")
-	st := s.c.obs.state["n0"]
-	for _, ago := range []time.Duration{19, 17, 15, 3, 1} { // nothing seen from 15s to 3s ago: 12s > grace 10s
-		st.renewSeen = append(st.renewSeen, time.Now().Add(-ago*time.Second))
+	// renewedAt scripts a case whose Lease was seen renewed at each of
+	// the times given, in seconds before now.
+	renewedAt := func(baseAgo time.Duration, agos ...time.Duration) *script {
+		s := newScript(t, "fast")
+		now := time.Now()
+		s.c.baseAt = now.Add(-baseAgo * time.Second)
+		clk := clocktesting.NewFakePassiveClock(s.c.baseAt)
+		obs, err := observe.New(observe.Config{Start: s.c.start, Nodes: s.c.names, GroundTruth: scriptedBackend{}, Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.c.obs = obs
+		for _, ago := range agos {
+			at := now.Add(-ago * time.Second)
+			clk.SetTime(at)
+			obs.Observe(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n0"}, Spec: coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: at}}})
+		}
+		clk.SetTime(now)
+		s.node(corev1.ConditionTrue, "a")
+		return s
 	}
+	s := renewedAt(20, 19, 17, 15, 3, 1) // nothing seen from 15s to 3s ago: 12s > grace 10s
 	s.c.checkPrecondition()
 	wantFail(t, s.result(AssertPrecondition), "no renewal of its Lease was seen for 12.0s")
 
-	ok := newScript(t, "fast")
-	ok.c.baseAt = time.Now().Add(-6 * time.Second)
-	for _, ago := range []time.Duration{5, 3, 1} {
-		ok.c.obs.state["n0"].renewSeen = append(ok.c.obs.state["n0"].renewSeen, time.Now().Add(-ago*time.Second))
-	}
+	ok := renewedAt(6, 5, 3, 1)
 	ok.c.checkPrecondition()
 	if r := ok.result(AssertPrecondition); !r.OK {
 		t.Errorf("renewals every 2s: %+v", r)
@@ -607,27 +624,33 @@ func TestPreconditionFastNeedsRenewals(t *testing.T) {
 }
 
 // A watch gap between the first disruption and the judgement makes the
-// case invalid; one before the first disruption does not.
+// case invalid, with each gap named; which gaps overlap the case is the
+// observer's (observe.TestGaps).
 func TestObservationGap(t *testing.T) {
-	s := newScript(t, "fast")
 	now := time.Now()
-	s.c.baseAt = now.Add(-10 * time.Second)
-	s.c.disrupted = []*judging.Disruption{{Kind: "reboot", Reboot: true, Node: "n0", Start: now.Add(-5 * time.Second)}}
-	s.c.obs.gaps = []WatchGap{{What: "Pods", From: now.Add(-4 * time.Second), To: now.Add(-3 * time.Second), Err: "watch expired (410 Gone): too old resource version"}}
-	err := s.c.checkObservation(now)
+	start := now.Add(-10 * time.Second)
+	err := gapError([]observe.WatchGap{{What: "Pods", From: now.Add(-4 * time.Second), To: now.Add(-3 * time.Second), Err: "watch expired (410 Gone): too old resource version"},
+		{What: "Nodes", From: now.Add(-time.Second), Err: "connection refused"}}, start)
 	d := decide("kubelet-restart-no-reboot", "legacy", Expectation{Outcome: Fail}, []AssertionResult{{Name: AssertNoExtraWork, OK: true}}, err)
 	verdict, msg := d.Verdict, d.Message
-	if verdict != Error || !strings.Contains(msg, "invalid run: observation gap: the Pods watch was broken from") || !strings.Contains(msg, "410 Gone") {
-		t.Errorf("verdict %s: %s", verdict, msg)
+	for _, want := range []string{"invalid run: observation gap: the Pods watch was broken from 6.0s to 7.0s (watch expired (410 Gone)",
+		"; the Nodes watch was broken from 9.0s to the judgement (connection refused)"} {
+		if verdict != Error || !strings.Contains(msg, want) {
+			t.Errorf("verdict %s: %s\nwant %q", verdict, msg, want)
+		}
 	}
-	s.c.obs.gaps[0].To = now.Add(-6 * time.Second)
-	s.c.obs.gaps[0].From = now.Add(-7 * time.Second)
+	if err := gapError(nil, start); err != nil {
+		t.Errorf("no gap: %v", err)
+	}
+	// Wired: no gap, no error; an unreadable ground truth is a fault.
+	s := newScript(t, "fast")
 	if err := s.c.checkObservation(now); err != nil {
-		t.Errorf("a gap before the first disruption: %v", err)
+		t.Errorf("an observer with no gap: %v", err)
 	}
-	// An open gap (not relisted yet) counts.
-	s.c.obs.watches = map[string]*watchState{"Nodes": {open: &WatchGap{What: "Nodes", From: now.Add(-time.Second), Err: "connection refused"}}}
-	if err := s.c.checkObservation(now); err == nil || !strings.Contains(err.Error(), "Nodes watch was broken from") || !strings.Contains(err.Error(), "to the judgement") {
-		t.Errorf("an open gap: %v", err)
+	s.c.obs.Observe(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n0", Annotations: map[string]string{"truth": "{"}}})
+	err = s.c.checkObservation(now)
+	if d := decide("kubelet-restart-no-reboot", "legacy", Expectation{Outcome: Fail}, nil, err); d.Verdict != Error || !isFault(err) ||
+		!strings.Contains(d.Message, "node n0: read the ground truth on its Lease") {
+		t.Errorf("an unreadable ground truth: %s: %s", d.Verdict, d.Message)
 	}
 }

@@ -48,9 +48,9 @@ func (c *caseRun) traceFaults() {
 		return
 	}
 	for _, f := range c.e.Health.Faults(c.start, time.Now()) {
-		c.obs.recordAt(trace.Event{Kind: trace.KindCluster, Detail: c.describeFault(f)}, f.From)
+		c.obs.Add(trace.Event{Kind: trace.KindCluster, Detail: c.describeFault(f)}, f.From)
 		if !f.To.IsZero() {
-			c.obs.recordAt(trace.Event{Kind: trace.KindCluster, Detail: f.Component + " back"}, f.To)
+			c.obs.Add(trace.Event{Kind: trace.KindCluster, Detail: f.Component + " back"}, f.To)
 		}
 	}
 }

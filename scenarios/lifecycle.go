@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bootproof/bootproof/nodeapi"
+	"github.com/bootproof/bootproof/scenarios/observe"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
@@ -34,7 +35,7 @@ func (c *caseRun) run(ctx context.Context) (retErr error) {
 	}()
 	req, err := c.setup(ctx)
 	if c.obs != nil {
-		defer c.obs.shutdown()
+		defer c.obs.Stop()
 	}
 	if err != nil {
 		return err
@@ -90,8 +91,13 @@ func (c *caseRun) setup(ctx context.Context) (SubjectRequest, error) {
 			return req, infra("prepare subject %s: %w", c.subj.Name(), err)
 		}
 	}
-	c.obs = newObserver(c.start, c.names, c.e.Backend)
-	if err := c.obs.run(ctx, c.cs, c.dyn, c.selector(), c.ns); err != nil {
+	obs, err := observe.New(observe.Config{Start: c.start, Nodes: c.names, GroundTruth: c.e.Backend,
+		Clientset: c.cs, Dynamic: c.dyn, Selector: c.selector(), Namespace: c.ns})
+	if err != nil {
+		return req, infra("%w", err)
+	}
+	c.obs = obs
+	if err := c.obs.Start(ctx); err != nil {
 		return req, infra("%w", err)
 	}
 	return req, nil

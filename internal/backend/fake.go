@@ -41,7 +41,7 @@ type Fake struct {
 // Name implements nodeapi.NodeBackend.
 func (f *Fake) Name() string { return "fake" }
 
-// ReadGroundTruth implements scenarios.GroundTruthReader: the simulated
+// ReadGroundTruth implements observe.GroundTruthReader (scenarios.Backend): the simulated
 // kubelet publishes its kernel's state on its Lease.
 func (f *Fake) ReadGroundTruth(l *coordinationv1.Lease) (*contract.GroundTruth, error) {
 	return contract.ReadGroundTruth(l)

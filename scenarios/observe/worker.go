@@ -1,4 +1,4 @@
-package scenarios
+package observe
 
 import (
 	"github.com/bootproof/bootproof/contract"

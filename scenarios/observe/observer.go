@@ -1,10 +1,10 @@
-package scenarios
+package observe
 
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
-	"github.com/bootproof/bootproof/scenarios/trace"
 	"slices"
 	"sort"
 	"sync"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/scenarios/judging"
+	"github.com/bootproof/bootproof/scenarios/trace"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 )
 
 // Truth is a node's kernel ground truth as its kubelet published it.
@@ -35,7 +37,7 @@ type Truth struct {
 	// Actions counts, per module, the loads and unloads the node's
 	// kernel was asked to make in this boot (nil: the node does not
 	// count them).
-	Actions map[string]ActionCount
+	Actions map[string]judging.ActionCount
 }
 
 // GroundTruthReader is the capability of a node backend whose nodes
@@ -54,9 +56,9 @@ func truthOf(g *contract.GroundTruth) Truth {
 		t.Modules[m.Name] = m.LoadedAt
 	}
 	if len(g.Actions) > 0 {
-		t.Actions = make(map[string]ActionCount, len(g.Actions))
+		t.Actions = make(map[string]judging.ActionCount, len(g.Actions))
 		for _, a := range g.Actions {
-			t.Actions[a.Module] = ActionCount{Loads: a.Loads, Unloads: a.Unloads}
+			t.Actions[a.Module] = judging.ActionCount{Loads: a.Loads, Unloads: a.Unloads}
 		}
 	}
 	return t
@@ -90,13 +92,13 @@ type nodeObs struct {
 	truthAt       time.Time
 	renewTime     time.Time
 	renewSeen     []time.Time // when each renewal was observed (the harness's clock)
-	status        []StatusEntry
-	spec          []StatusEntry
+	status        []judging.StatusEntry
+	spec          []judging.StatusEntry
 	lastModule    map[string]time.Time // first observation of module loaded, per boot+module
 	truthBootSeen map[string]time.Time // when each boot ID was first in the ground truth
 	// truthActions is the highest action count the kernel published per
 	// boot and module.
-	truthActions map[string]map[string]ActionCount
+	truthActions map[string]map[string]judging.ActionCount
 	// lifecycleTaints are the node's not-ready and unreachable taints.
 	lifecycleTaints []string
 	truths          []judging.TruthSeen // every ground truth, in the order seen
@@ -108,10 +110,33 @@ type nodeObs struct {
 	claims []judging.StatusClaim
 }
 
+// Config is what an Observer watches.
+type Config struct {
+	// Start is the case's start: trace times are relative to it.
+	Start time.Time
+	// Nodes names the nodes observed; events of others are ignored.
+	Nodes []string
+	// GroundTruth decodes what a node published on its Lease.
+	GroundTruth GroundTruthReader
+	// Clock stamps every observation; default the real clock.
+	Clock clock.PassiveClock
+
+	// Clientset and Dynamic are the clients Start watches with.
+	Clientset kubernetes.Interface
+	Dynamic   dynamic.Interface
+	// Selector selects the case's Nodes and NodeModulesConfigs.
+	Selector map[string]string
+	// Namespace holds the case's worker pods.
+	Namespace string
+}
+
 // Observer watches one case's Nodes, Leases, worker pods and
 // NodeModulesConfigs and keeps an ordered trace. It never samples: every
-// state it holds came from a watch event.
+// state it holds came from a watch event (Start), or from an object
+// handed to Observe as an informer would.
 type Observer struct {
+	cfg     Config
+	clock   clock.PassiveClock
 	start   time.Time
 	nodes   map[string]bool
 	readTr  GroundTruthReader
@@ -121,7 +146,9 @@ type Observer struct {
 	pods    map[string]*podObs
 	loads   []load
 	changed chan struct{}
-	errs    []string
+	// errs is the first ground truth of each node that could not be
+	// read.
+	errs map[string]error
 	// watches tracks each informer's last event and its failures.
 	watches map[string]*watchState
 	gaps    []WatchGap
@@ -130,15 +157,59 @@ type Observer struct {
 	stopFns    []func()
 }
 
-func newObserver(start time.Time, nodeNames []string, readTruth GroundTruthReader) *Observer {
-	o := &Observer{start: start, nodes: map[string]bool{}, readTr: readTruth, state: map[string]*nodeObs{},
-		pods: map[string]*podObs{}, changed: make(chan struct{})}
-	for _, n := range nodeNames {
+// New returns an Observer of cfg's nodes; Start begins the watches.
+func New(cfg Config) (*Observer, error) {
+	if len(cfg.Nodes) == 0 {
+		return nil, errors.New("observer: Config.Nodes: no node to observe")
+	}
+	if cfg.GroundTruth == nil {
+		return nil, errors.New("observer: Config.GroundTruth: no reader of the nodes' ground truth")
+	}
+	clk := cfg.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	o := &Observer{cfg: cfg, clock: clk, start: cfg.Start, nodes: map[string]bool{}, readTr: cfg.GroundTruth, state: map[string]*nodeObs{},
+		pods: map[string]*podObs{}, changed: make(chan struct{}), errs: map[string]error{}}
+	for _, n := range cfg.Nodes {
 		o.nodes[n] = true
 		o.state[n] = &nodeObs{bootSeen: map[string]time.Time{}, lastModule: map[string]time.Time{}, truthBootSeen: map[string]time.Time{},
-			truthActions: map[string]map[string]ActionCount{}, kernelLoaded: map[string]time.Time{}}
+			truthActions: map[string]map[string]judging.ActionCount{}, kernelLoaded: map[string]time.Time{}}
 	}
-	return o
+	return o, nil
+}
+
+// Observe takes in obj (a Node, a Lease, a Pod or a NodeModulesConfig as
+// *unstructured.Unstructured) as an informer's add or update would:
+// Start's informers call it, and tests feed scripted objects through it.
+// Objects of other kinds, and of nodes not observed, are ignored.
+func (o *Observer) Observe(obj any) {
+	switch obj.(type) {
+	case *corev1.Node:
+		o.onNode(obj)
+	case *coordinationv1.Lease:
+		o.onLease(obj)
+	case *corev1.Pod:
+		o.onPod(obj)
+	case *unstructured.Unstructured:
+		o.onNMC(obj)
+	}
+}
+
+// ObserveDeleted takes in the deletion of a worker pod (a *corev1.Pod or
+// the informer's cache.DeletedFinalStateUnknown of one).
+func (o *Observer) ObserveDeleted(obj any) { o.onPodDelete(obj) }
+
+// Err reports the ground truths the observer could not read (a Lease
+// whose annotation did not decode), nil when there were none.
+func (o *Observer) Err() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var errs []error
+	for _, n := range sortedKeys(o.errs) {
+		errs = append(errs, o.errs[n])
+	}
+	return errors.Join(errs...)
 }
 
 func (o *Observer) ms(t time.Time) int64 { return t.Sub(o.start).Milliseconds() }
@@ -151,9 +222,10 @@ func (o *Observer) record(ev trace.Event, at time.Time) {
 	o.changed = make(chan struct{})
 }
 
-// recordAt records ev as seen at time at (before later events, if at
-// is earlier: Trace sorts by time).
-func (o *Observer) recordAt(ev trace.Event, at time.Time) {
+// Add records ev as seen at time at (before later events, if at is
+// earlier: Trace sorts by time): what the engine learnt elsewhere, such
+// as a cluster fault.
+func (o *Observer) Add(ev trace.Event, at time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.record(ev, at)
@@ -161,18 +233,18 @@ func (o *Observer) recordAt(ev trace.Event, at time.Time) {
 
 // Action records one of the engine's actions in the trace: the timeline
 // action it belongs to (empty for the engine's own steps) and prose.
-func (o *Observer) Action(node string, kind ActionKind, detail string) {
+func (o *Observer) Action(node string, kind trace.ActionKind, detail string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.record(trace.Event{Kind: trace.KindAction, Node: node, Action: kind, Detail: detail}, time.Now())
+	o.record(trace.Event{Kind: trace.KindAction, Node: node, Action: kind, Detail: detail}, o.clock.Now())
 }
 
 // Disruption records the start (trace.PhaseStart, with its downtime or
 // length) or the end (trace.PhaseDone) of a node disruption.
-func (o *Observer) Disruption(node string, kind ActionKind, phase trace.Phase, downtime time.Duration) {
+func (o *Observer) Disruption(node string, kind trace.ActionKind, phase trace.Phase, downtime time.Duration) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.record(trace.DisruptionEvent(node, kind, phase, downtime), time.Now())
+	o.record(trace.DisruptionEvent(node, kind, phase, downtime), o.clock.Now())
 }
 
 // Changed returns a channel closed at the next observation.
@@ -191,16 +263,23 @@ func (o *Observer) Trace() []trace.Event {
 	return out
 }
 
-// crdWait bounds the wait for the NodeModulesConfig API to be served.
-const crdWait = time.Minute
+// CRDWait bounds Start's wait for the NodeModulesConfig API to be
+// served.
+const CRDWait = time.Minute
 
-// start runs the informers until ctx ends and waits for their first sync.
-func (o *Observer) run(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, selector map[string]string, namespace string) error {
-	sel := labels.SelectorFromSet(selector).String()
+// Start runs the informers until ctx ends or Stop, and returns once
+// each has listed: the NodeModulesConfig API must be served within
+// CRDWait, each list must succeed within a minute.
+func (o *Observer) Start(ctx context.Context) error {
+	cs, dyn, namespace := o.cfg.Clientset, o.cfg.Dynamic, o.cfg.Namespace
+	if cs == nil || dyn == nil {
+		return errors.New("observer: Config.Clientset and Config.Dynamic are required to watch")
+	}
+	sel := labels.SelectorFromSet(o.cfg.Selector).String()
 	// A missing CRD would only show as a cache that never syncs. A subject
 	// that installs its CRD as it starts may not have done so yet: wait.
 	var missing error
-	_ = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, crdWait, true, func(ctx context.Context) (bool, error) {
+	_ = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, CRDWait, true, func(ctx context.Context) (bool, error) {
 		_, err := dyn.Resource(contract.NMCResource).List(ctx, metav1.ListOptions{Limit: 1, LabelSelector: sel})
 		if missing = nil; apierrors.IsNotFound(err) {
 			missing = err
@@ -208,7 +287,7 @@ func (o *Observer) run(ctx context.Context, cs kubernetes.Interface, dyn dynamic
 		return missing == nil, nil
 	})
 	if missing != nil {
-		return fmt.Errorf("observer: the cluster does not serve %s within %s (is its CRD installed? the subject, or a subject file's crds, installs it): %w", contract.NMCResource.GroupResource(), crdWait, missing)
+		return fmt.Errorf("observer: the cluster does not serve %s within %s (is its CRD installed? the subject, or a subject file's crds, installs it): %w", contract.NMCResource.GroupResource(), CRDWait, missing)
 	}
 	withSel := func(o metav1.ListOptions) metav1.ListOptions { o.LabelSelector = sel; return o }
 	nodes := cs.CoreV1().Nodes()
@@ -279,7 +358,8 @@ func (o *Observer) run(ctx context.Context, cs kubernetes.Interface, dyn dynamic
 	return nil
 }
 
-func (o *Observer) shutdown() {
+// Stop stops the informers and waits for them to end.
+func (o *Observer) Stop() {
 	for _, f := range o.stopFns {
 		f()
 	}
@@ -301,8 +381,8 @@ type NodeSnapshot struct {
 	KernelVersion   string
 	TruthBoot       string
 	TruthModules    []string
-	Status          []StatusEntry
-	Spec            []StatusEntry
+	Status          []judging.StatusEntry
+	Spec            []judging.StatusEntry
 	Pods            []string
 }
 

@@ -1,4 +1,4 @@
-package scenarios
+package observe
 
 import (
 	"cmp"
@@ -23,7 +23,7 @@ func (o *Observer) onNode(obj any) {
 	if !ok || !o.nodes[n.Name] {
 		return
 	}
-	now := time.Now()
+	now := o.clock.Now()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	s := o.state[n.Name]
@@ -64,7 +64,7 @@ func (o *Observer) onLease(obj any) {
 	if !ok || !o.nodes[l.Name] {
 		return
 	}
-	now := time.Now()
+	now := o.clock.Now()
 	g, err := o.readTr.ReadGroundTruth(l)
 	var t Truth
 	has := g != nil
@@ -80,7 +80,9 @@ func (o *Observer) onLease(obj any) {
 		o.record(trace.Event{Kind: trace.KindHeartbeat, Node: l.Name}, now)
 	}
 	if err != nil {
-		o.errs = append(o.errs, err.Error())
+		if o.errs[l.Name] == nil {
+			o.errs[l.Name] = fmt.Errorf("node %s: read the ground truth on its Lease: %w", l.Name, err)
+		}
 		return
 	}
 	if !has {
@@ -89,12 +91,12 @@ func (o *Observer) onLease(obj any) {
 	if len(t.Actions) > 0 {
 		counts := s.truthActions[t.BootID]
 		if counts == nil {
-			counts = map[string]ActionCount{}
+			counts = map[string]judging.ActionCount{}
 			s.truthActions[t.BootID] = counts
 		}
 		for m, c := range t.Actions {
 			old := counts[m]
-			counts[m] = ActionCount{Loads: max(old.Loads, c.Loads), Unloads: max(old.Unloads, c.Unloads)}
+			counts[m] = judging.ActionCount{Loads: max(old.Loads, c.Loads), Unloads: max(old.Unloads, c.Unloads)}
 		}
 	}
 	if s.truth == nil || s.truth.BootID != t.BootID || !maps.Equal(modNames(s.truth.Modules), modNames(t.Modules)) {
@@ -141,7 +143,7 @@ func (o *Observer) onPod(obj any) {
 	if !isWorker {
 		return
 	}
-	now := time.Now()
+	now := o.clock.Now()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	key := string(p.UID)
@@ -186,7 +188,7 @@ func (o *Observer) onPodDelete(obj any) {
 	if po := o.pods[string(p.UID)]; po != nil && !po.deleted {
 		po.deleted = true
 		o.record(trace.Event{Kind: trace.KindPod, Node: po.node, Pod: p.Name, Module: po.moduleName, WorkerAction: po.action, Phase: trace.PhaseDeleted,
-			Detail: po.action + " deleted"}, time.Now())
+			Detail: po.action + " deleted"}, o.clock.Now())
 	}
 }
 
@@ -220,7 +222,7 @@ func (o *Observer) onNMC(obj any) {
 	}
 	status := entries(u, "status")
 	spec := entries(u, "spec")
-	now := time.Now()
+	now := o.clock.Now()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	s := o.state[u.GetName()]
@@ -242,15 +244,15 @@ func (o *Observer) onNMC(obj any) {
 }
 
 // entries reads spec.modules or status.modules of an NMC.
-func entries(u *unstructured.Unstructured, field string) []StatusEntry {
+func entries(u *unstructured.Unstructured, field string) []judging.StatusEntry {
 	items, _, _ := unstructured.NestedSlice(u.Object, field, "modules")
-	var out []StatusEntry
+	var out []judging.StatusEntry
 	for _, it := range items {
 		m, ok := it.(map[string]any)
 		if !ok {
 			continue
 		}
-		e := StatusEntry{}
+		e := judging.StatusEntry{}
 		e.Name, _, _ = unstructured.NestedString(m, "name")
 		e.Namespace, _, _ = unstructured.NestedString(m, "namespace")
 		e.BootID, _, _ = unstructured.NestedString(m, "bootId")

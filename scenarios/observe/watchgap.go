@@ -1,10 +1,9 @@
-package scenarios
+package observe
 
 import (
 	"context"
 	"fmt"
 	"github.com/bootproof/bootproof/scenarios/trace"
-	"strings"
 	"sync"
 	"time"
 
@@ -90,12 +89,12 @@ func (o *Observer) listStarts(what string, st *watchState) {
 		why = "the watch ended and could not resume"
 	}
 	st.open = &WatchGap{What: what, From: st.lastSeen, Err: why}
-	o.recordAt(trace.Event{Kind: trace.KindWatch, Detail: fmt.Sprintf("%s relisting (%s): events since %.1fs may be lost", what, why, st.lastSeen.Sub(o.start).Seconds())}, time.Now())
+	o.Add(trace.Event{Kind: trace.KindWatch, Detail: fmt.Sprintf("%s relisting (%s): events since %.1fs may be lost", what, why, st.lastSeen.Sub(o.start).Seconds())}, o.clock.Now())
 }
 
 // listDone closes the gap of a relist, or marks the initial list done.
 func (o *Observer) listDone(what string, st *watchState) {
-	now := time.Now()
+	now := o.clock.Now()
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.listed, st.lastSeen, st.lastError = true, now, ""
@@ -108,7 +107,7 @@ func (o *Observer) listDone(what string, st *watchState) {
 	o.mu.Lock()
 	o.gaps = append(o.gaps, g)
 	o.mu.Unlock()
-	o.recordAt(trace.Event{Kind: trace.KindWatch, Detail: what + " relisted"}, now)
+	o.Add(trace.Event{Kind: trace.KindWatch, Detail: what + " relisted"}, now)
 }
 
 // trackWatch passes w's events on, noting each one's time, a 410 in the
@@ -120,11 +119,11 @@ func (o *Observer) trackWatch(what string, st *watchState, w watch.Interface, in
 		defer close(out)
 		defer func() {
 			st.mu.Lock()
-			st.lastSeen = time.Now() // nothing is missed before the watch ends
+			st.lastSeen = o.clock.Now() // nothing is missed before the watch ends
 			st.mu.Unlock()
 		}()
 		for ev := range w.ResultChan() {
-			now := time.Now()
+			now := o.clock.Now()
 			switch ev.Type {
 			case watch.Error:
 				if err := apierrors.FromObject(ev.Object); apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
@@ -190,37 +189,4 @@ func (o *Observer) Gaps(from, to time.Time) []WatchGap {
 		}
 	}
 	return out
-}
-
-// checkObservation makes the case invalid when a watch gap overlaps it
-// between its first disruption and its judgement at until.
-func (c *caseRun) checkObservation(until time.Time) error {
-	if c.obs == nil || c.baseAt.IsZero() {
-		return nil
-	}
-	gaps := c.obs.Gaps(c.firstDisruption(), until)
-	if len(gaps) == 0 {
-		return nil
-	}
-	var parts []string
-	for _, g := range gaps {
-		to := "the judgement"
-		if !g.To.IsZero() {
-			to = fmt.Sprintf("%.1fs", g.To.Sub(c.start).Seconds())
-		}
-		parts = append(parts, fmt.Sprintf("the %s watch was broken from %.1fs to %s (%s)", g.What, g.From.Sub(c.start).Seconds(), to, g.Err))
-	}
-	return &invalidRunError{"observation gap: " + strings.Join(parts, "; ") +
-		": a short NotReady or a worker pod that came and went may have been missed"}
-}
-
-// firstDisruption is when the case's first disruption began, or, without
-// one, when its nodes were up.
-func (c *caseRun) firstDisruption() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.disrupted) > 0 && !c.disrupted[0].Start.IsZero() {
-		return c.disrupted[0].Start
-	}
-	return c.baseAt
 }

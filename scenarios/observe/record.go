@@ -1,4 +1,4 @@
-package scenarios
+package observe
 
 import (
 	"maps"
@@ -35,9 +35,9 @@ func (o *Observer) podsLocked() []judging.Pod {
 	return out
 }
 
-// waitRecord is the part of a Record a wait of nodes is judged on (their
+// WaitRecord is the part of a Record a wait of nodes is judged on (their
 // boots and ground truths, and the worker pods), for the polls.
-func (o *Observer) waitRecord(nodes []string) judging.Record {
+func (o *Observer) WaitRecord(nodes []string) judging.Record {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	r := judging.Record{Nodes: make(map[string]judging.NodeRecord, len(nodes))}
@@ -68,8 +68,8 @@ func (o *Observer) nodeRecordLocked(node string) judging.NodeRecord {
 		Claims: slices.Clone(s.claims)}
 }
 
-func cloneActions(in map[string]map[string]ActionCount) map[string]map[string]ActionCount {
-	out := make(map[string]map[string]ActionCount, len(in))
+func cloneActions(in map[string]map[string]judging.ActionCount) map[string]map[string]judging.ActionCount {
+	out := make(map[string]map[string]judging.ActionCount, len(in))
 	for b, m := range in {
 		out[b] = maps.Clone(m)
 	}
