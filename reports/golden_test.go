@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/bootproof/bootproof/scenarios/trace"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/scenarios/trace"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")

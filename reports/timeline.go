@@ -2,12 +2,12 @@ package reports
 
 import (
 	"fmt"
-	"github.com/bootproof/bootproof/scenarios/trace"
 	"sort"
 	"strings"
 
 	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/scenarios/trace"
 )
 
 // Picture is an SVG picture (a case's timeline, the run's latency chart)

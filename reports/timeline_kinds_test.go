@@ -1,12 +1,12 @@
 package reports
 
 import (
-	"github.com/bootproof/bootproof/scenarios/trace"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/scenarios/trace"
 )
 
 // TestTimelineShadesEveryDisruption draws each action kind of the

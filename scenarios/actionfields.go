@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/bootproof/bootproof/nodeapi"
+	"github.com/bootproof/bootproof/scenarios/fileformat"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -24,29 +25,29 @@ func ActionKinds() []string {
 func decodeAction(n *yaml.Node) (Action, error) {
 	a := Action{Line: n.Line, Wait: true}
 	if n.Kind != yaml.MappingNode || len(n.Content) != 2 {
-		return a, &FieldError{Line: n.Line, Msg: "an action is a mapping with one key, the action's name: one of " + strings.Join(ActionKinds(), ", ")}
+		return a, &fileformat.FieldError{Line: n.Line, Msg: "an action is a mapping with one key, the action's name: one of " + strings.Join(ActionKinds(), ", ")}
 	}
 	key, val := n.Content[0], n.Content[1]
 	a.Kind = ActionKind(key.Value)
 	spec, ok := actionTable[ActionKind(key.Value)]
 	allowed := spec.fields
 	if !ok {
-		return a, &FieldError{Line: key.Line, Msg: fmt.Sprintf("unknown action %q: accepted: %s", a.Kind, strings.Join(ActionKinds(), ", "))}
+		return a, &fileformat.FieldError{Line: key.Line, Msg: fmt.Sprintf("unknown action %q: accepted: %s", a.Kind, strings.Join(ActionKinds(), ", "))}
 	}
 	if val.Kind == yaml.ScalarNode && (val.Value == "" || val.Tag == "!!null") {
 		return a, nil
 	}
 	if val.Kind != yaml.MappingNode {
-		return a, &FieldError{Line: val.Line, Field: string(a.Kind), Msg: "want a mapping of parameters, e.g. {}"}
+		return a, &fileformat.FieldError{Line: val.Line, Field: string(a.Kind), Msg: "want a mapping of parameters, e.g. {}"}
 	}
 	for i := 0; i < len(val.Content); i += 2 {
 		k, v := val.Content[i], val.Content[i+1]
 		field := string(a.Kind) + "." + k.Value
 		if !slices.Contains(allowed, k.Value) {
-			return a, &FieldError{Line: k.Line, Field: field, Msg: fmt.Sprintf("unknown field: %s accepts %s", a.Kind, acceptList(allowed))}
+			return a, &fileformat.FieldError{Line: k.Line, Field: field, Msg: fmt.Sprintf("unknown field: %s accepts %s", a.Kind, acceptList(allowed))}
 		}
 		if err := setActionField(&a, k.Value, v); err != nil {
-			return a, &FieldError{Line: v.Line, Field: field, Msg: err.Error()}
+			return a, &fileformat.FieldError{Line: v.Line, Field: field, Msg: err.Error()}
 		}
 	}
 	return a, nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/bootproof/bootproof/scenarios/trace"
 	"maps"
 	"slices"
 	"sync"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/scenarios/judging"
+	"github.com/bootproof/bootproof/scenarios/trace"
 )
 
 // actionSpec is one kind of action, in one place: the parameters a

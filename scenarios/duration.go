@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bootproof/bootproof/scenarios/fileformat"
 	"github.com/bootproof/bootproof/scenarios/judging"
 	"go.yaml.in/yaml/v3"
 )
@@ -80,11 +81,11 @@ func ParseDuration(s string) (Duration, error) {
 // UnmarshalYAML implements yaml.Unmarshaler.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return &FieldError{Line: n.Line, column: n.Column, Msg: "want a duration such as 3s or 0.5g"}
+		return &fileformat.FieldError{Line: n.Line, Column: n.Column, Msg: "want a duration such as 3s or 0.5g"}
 	}
 	v, err := ParseDuration(n.Value)
 	if err != nil {
-		return &FieldError{Line: n.Line, column: n.Column, Msg: err.Error()}
+		return &fileformat.FieldError{Line: n.Line, Column: n.Column, Msg: err.Error()}
 	}
 	*d = v
 	return nil

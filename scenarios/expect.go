@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"github.com/bootproof/bootproof/scenarios/fileformat"
 	"github.com/bootproof/bootproof/scenarios/judging"
 	"go.yaml.in/yaml/v3"
 )
@@ -22,11 +23,11 @@ func (e Expectation) String() string { return judging.Expectation(e).String() }
 // UnmarshalYAML implements yaml.Unmarshaler.
 func (e *Expectation) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return &FieldError{Line: n.Line, column: n.Column, Msg: "want " + judging.ExpectationSyntax}
+		return &fileformat.FieldError{Line: n.Line, Column: n.Column, Msg: "want " + judging.ExpectationSyntax}
 	}
 	v, err := ParseExpectation(n.Value)
 	if err != nil {
-		return &FieldError{Line: n.Line, column: n.Column, Msg: err.Error()}
+		return &fileformat.FieldError{Line: n.Line, Column: n.Column, Msg: err.Error()}
 	}
 	*e = v
 	return nil

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/bootproof/bootproof/contract"
+	"github.com/bootproof/bootproof/scenarios/fileformat"
 )
 
 // scenarioBody is a valid scenario without apiVersion and kind.
@@ -15,7 +16,7 @@ const scenarioBody = "name: v\nnodes: 1\nmodules: [{name: dummy}]\nexpect: {boot
 // without a warning; one with neither loads with exactly one deprecation
 // warning naming the file and the lines to add; an unknown version, a
 // subject file's kind, another kind, or only one of the two fields is a
-// *FieldError naming the file, the line and the field.
+// *fileformat.FieldError naming the file, the line and the field.
 func TestDecodeFormatVersion(t *testing.T) {
 	tests := []struct {
 		name, data string
@@ -24,7 +25,7 @@ func TestDecodeFormatVersion(t *testing.T) {
 		// err is the error expected (file:line: field f: message);
 		// empty: the file loads.
 		err string
-		// line and field of the *FieldError.
+		// line and field of the *fileformat.FieldError.
 		line  int
 		field string
 	}{
@@ -92,12 +93,12 @@ func TestDecodeFormatVersion(t *testing.T) {
 				if err.Error() != tc.err {
 					t.Errorf("error:\n  got  %s\n  want %s", err, tc.err)
 				}
-				var fe *FieldError
+				var fe *fileformat.FieldError
 				if !errors.As(err, &fe) {
-					t.Fatalf("error %T, want a *FieldError", err)
+					t.Fatalf("error %T, want a *fileformat.FieldError", err)
 				}
 				if tc.field != "" && (fe.File != "x.yaml" || fe.Line != tc.line || fe.Field != tc.field) {
-					t.Errorf("FieldError file %q line %d field %q, want x.yaml, %d, %s", fe.File, fe.Line, fe.Field, tc.line, tc.field)
+					t.Errorf("fileformat.FieldError file %q line %d field %q, want x.yaml, %d, %s", fe.File, fe.Line, fe.Field, tc.line, tc.field)
 				}
 				return
 			}
@@ -138,7 +139,7 @@ func TestFormatVocabulary(t *testing.T) {
 			t.Errorf("kind %s: known %v, file type %q", k, k.Known(), k.FileType())
 		}
 	}
-	if got := DeprecationWarning("d/f.yaml", contract.KindSubject); !strings.Contains(got, `"apiVersion: `+contract.CurrentAPIVersion+`" and "kind: Subject"`) || !strings.HasPrefix(got, "d/f.yaml: ") {
-		t.Errorf("DeprecationWarning = %s", got)
+	if got := fileformat.DeprecationWarning("d/f.yaml", contract.KindSubject); !strings.Contains(got, `"apiVersion: `+contract.CurrentAPIVersion+`" and "kind: Subject"`) || !strings.HasPrefix(got, "d/f.yaml: ") {
+		t.Errorf("fileformat.DeprecationWarning = %s", got)
 	}
 }

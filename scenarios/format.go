@@ -6,6 +6,7 @@ import (
 
 	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/nodeapi"
+	"github.com/bootproof/bootproof/scenarios/fileformat"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -131,11 +132,11 @@ type Startup struct {
 // Scenario.Warnings (see DecodeVersioned).
 func Decode(file string, data []byte) (*Scenario, error) {
 	var raw struct {
-		Header   `yaml:",inline"`
-		Scenario `yaml:",inline"`
-		Actions  []yaml.Node `yaml:"actions"`
+		fileformat.Header `yaml:",inline"`
+		Scenario          `yaml:",inline"`
+		Actions           []yaml.Node `yaml:"actions"`
 	}
-	doc, warnings, err := DecodeVersioned(file, data, contract.KindScenario, &raw)
+	doc, warnings, err := fileformat.DecodeVersioned(file, data, contract.KindScenario, &raw)
 	if err != nil {
 		return nil, err
 	}
@@ -145,12 +146,12 @@ func Decode(file string, data []byte) (*Scenario, error) {
 	for i := range raw.Actions {
 		a, err := decodeAction(&raw.Actions[i])
 		if err != nil {
-			return nil, withFile(file, fmt.Sprintf("actions[%d]", i), err)
+			return nil, fileformat.WithFile(file, fmt.Sprintf("actions[%d]", i), err)
 		}
 		s.Actions = append(s.Actions, a)
 	}
 	if err := s.validate(doc); err != nil {
-		return nil, withFile(file, "", err)
+		return nil, fileformat.WithFile(file, "", err)
 	}
 	return &s, nil
 }

@@ -2,11 +2,11 @@ package scenarios
 
 import (
 	"fmt"
-	"github.com/bootproof/bootproof/scenarios/trace"
 	"strings"
 	"time"
 
 	"github.com/bootproof/bootproof/scenarios/health"
+	"github.com/bootproof/bootproof/scenarios/trace"
 )
 
 // clusterFaultError marks a case whose window overlaps a cluster fault.

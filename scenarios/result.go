@@ -2,10 +2,11 @@ package scenarios
 
 import (
 	"fmt"
-	"github.com/bootproof/bootproof/scenarios/trace"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/bootproof/bootproof/scenarios/trace"
 )
 
 // Results is the content of results.json.

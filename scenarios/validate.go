@@ -7,15 +7,17 @@ import (
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/bootproof/bootproof/nodeapi"
+	"github.com/bootproof/bootproof/scenarios/fileformat"
+	"go.yaml.in/yaml/v3"
 )
 
 var nameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
 
 func (s *Scenario) validate(doc *yaml.Node) error {
-	bad := func(field, msg string) error { return &FieldError{Line: lineOf(doc, field), Field: field, Msg: msg} }
+	bad := func(field, msg string) error {
+		return &fileformat.FieldError{Line: fileformat.FieldLine(doc, field), Field: field, Msg: msg}
+	}
 	if !nameRE.MatchString(s.Name) {
 		return bad("name", fmt.Sprintf("%q: accepted: lower-case letters, digits, '-' and '.', e.g. fast-reboot-0.5g", s.Name))
 	}
@@ -112,7 +114,7 @@ func (s *Scenario) validateActions() error {
 	paused := false
 	for i, a := range s.Actions {
 		at := func(msg string) error {
-			return &FieldError{Line: a.Line, Field: fmt.Sprintf("actions[%d].%s", i, a.Kind), Msg: msg}
+			return &fileformat.FieldError{Line: a.Line, Field: fmt.Sprintf("actions[%d].%s", i, a.Kind), Msg: msg}
 		}
 		for _, idx := range a.On.Indexes {
 			if idx >= s.Nodes {

@@ -11,15 +11,15 @@ import (
 	"time"
 
 	"github.com/bootproof/bootproof/internal/cli"
-	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/scenarios/fileformat"
 )
 
 // TestRunRefusesLargeFiles: scenario and subject files over
-// scenarios.MaxInputFileSize are refused with one line naming the flag,
+// fileformat.MaxInputFileSize are refused with one line naming the flag,
 // the file and the limit, before anything starts.
 func TestRunRefusesLargeFiles(t *testing.T) {
 	big := filepath.Join(t.TempDir(), "huge.yaml")
-	data := bytes.Repeat([]byte("# padding\n"), scenarios.MaxInputFileSize/10+1)
+	data := bytes.Repeat([]byte("# padding\n"), fileformat.MaxInputFileSize/10+1)
 	if err := os.WriteFile(big, data, 0o644); err != nil {
 		t.Fatal(err)
 	}

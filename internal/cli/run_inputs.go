@@ -12,6 +12,7 @@ import (
 
 	"github.com/bootproof/bootproof/internal/subject"
 	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/scenarios/fileformat"
 )
 
 // selectScenarios returns the scenarios of the catalog and of the
@@ -70,7 +71,7 @@ func (fw *fileWarnings) print(path string, warnings []string) {
 func readScenarioFiles(paths []string, catalog []*scenarios.Scenario, warn *fileWarnings) ([]*scenarios.Scenario, error) {
 	var out []*scenarios.Scenario
 	for _, path := range paths {
-		data, err := scenarios.ReadInputFile(path, scenarios.MaxInputFileSize)
+		data, err := fileformat.ReadInputFile(path, fileformat.MaxInputFileSize)
 		if err != nil {
 			return nil, withCode(ExitUsage, fmt.Errorf("--scenario-file: %w", err))
 		}

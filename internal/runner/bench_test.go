@@ -3,7 +3,6 @@ package runner_test
 import (
 	"context"
 	"fmt"
-	"github.com/bootproof/bootproof/scenarios/trace"
 	"maps"
 	"os"
 	"slices"
@@ -11,10 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/bootproof/bootproof/fakes"
 	"github.com/bootproof/bootproof/harness/cluster"
@@ -28,6 +23,10 @@ import (
 	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/reports"
 	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/scenarios/trace"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // BenchmarkReloadLatency runs fast-reboot-0.5g over N nodes (default 100,

@@ -10,6 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bootproof/bootproof/contract"
+	"github.com/bootproof/bootproof/internal/runs"
+	"github.com/bootproof/bootproof/kmm"
+	"github.com/bootproof/bootproof/scenarios/fileformat"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,11 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/bootproof/bootproof/contract"
-	"github.com/bootproof/bootproof/internal/runs"
-	"github.com/bootproof/bootproof/kmm"
-	"github.com/bootproof/bootproof/scenarios"
 )
 
 // FieldManager is the server-side apply field manager of what a subject
@@ -230,7 +229,7 @@ func readManifests(paths []string) ([]manifestObject, error) {
 const maxManifestSize = 16 << 20
 
 func decodeManifest(file string) ([]manifestObject, error) {
-	data, err := scenarios.ReadInputFile(file, maxManifestSize)
+	data, err := fileformat.ReadInputFile(file, maxManifestSize)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bootproof/bootproof/kmm/variant"
 	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/scenarios/fileformat"
 )
 
 // Calibration is a subject file's calibration section: the file describes
@@ -75,7 +76,7 @@ func (c *Calibration) Listed(name string) *SeesGroup {
 // validate checks the section and, when the file has no expect mapping,
 // derives the file's expectations from Sees: each listed scenario fails
 // through its group's assertion, every other one passes.
-func (f *File) validateCalibration(bad func(msg string, path ...string) *scenarios.FieldError) *scenarios.FieldError {
+func (f *File) validateCalibration(bad func(msg string, path ...string) *fileformat.FieldError) *fileformat.FieldError {
 	c := f.Calibration
 	if c == nil {
 		return nil
@@ -99,7 +100,7 @@ func (f *File) validateCalibration(bad func(msg string, path ...string) *scenari
 		return bad(fmt.Sprintf("variant %s has a defect: list the scenarios able to see it, with the assertion and why", v.Name), "calibration", "sees")
 	}
 	for i, g := range c.Sees {
-		group := func(msg string, sub ...string) *scenarios.FieldError {
+		group := func(msg string, sub ...string) *fileformat.FieldError {
 			e := bad(msg, append([]string{"calibration", "sees"}, sub...)...)
 			e.Field = fmt.Sprintf("calibration.sees[%d]", i)
 			if len(sub) > 0 {

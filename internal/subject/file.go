@@ -11,11 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-	"k8s.io/apimachinery/pkg/util/validation"
-
 	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/scenarios/fileformat"
+	"go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // File is a subject described in YAML (bootproof run --subject-file): an
@@ -143,9 +143,9 @@ var (
 )
 
 // ReadFile reads and decodes a subject file (at most
-// scenarios.MaxInputFileSize bytes); see DecodeFile.
+// fileformat.MaxInputFileSize bytes); see DecodeFile.
 func ReadFile(p string, lookup Lookup) (*File, error) {
-	data, err := scenarios.ReadInputFile(p, scenarios.MaxInputFileSize)
+	data, err := fileformat.ReadInputFile(p, fileformat.MaxInputFileSize)
 	if err != nil {
 		return nil, err
 	}
@@ -153,17 +153,17 @@ func ReadFile(p string, lookup Lookup) (*File, error) {
 }
 
 // DecodeFile decodes a subject file strictly: unknown fields, wrong types
-// and impossible values are *scenarios.FieldError naming the file, line
+// and impossible values are *fileformat.FieldError naming the file, line
 // and field. The file opens with apiVersion (contract.APIVersions) and
 // kind Subject; one without both is read with a deprecation warning in
-// File.Warnings (see scenarios.DecodeVersioned). ${NAME} references are
+// File.Warnings (see fileformat.DecodeVersioned). ${NAME} references are
 // resolved with lookup, and every path is checked to exist.
 func DecodeFile(p string, data []byte, lookup Lookup) (*File, error) {
 	var raw struct {
-		scenarios.Header `yaml:",inline"`
-		File             `yaml:",inline"`
+		fileformat.Header `yaml:",inline"`
+		File              `yaml:",inline"`
 	}
-	doc, warnings, err := scenarios.DecodeVersioned(p, data, contract.KindSubject, &raw)
+	doc, warnings, err := fileformat.DecodeVersioned(p, data, contract.KindSubject, &raw)
 	if err != nil {
 		return nil, err
 	}
@@ -178,9 +178,9 @@ func DecodeFile(p string, data []byte, lookup Lookup) (*File, error) {
 }
 
 // validate checks f and resolves its variables, paths and expectations.
-func (f *File) validate(doc *yaml.Node, lookup Lookup) *scenarios.FieldError {
-	bad := func(msg string, path ...string) *scenarios.FieldError {
-		return &scenarios.FieldError{Line: scenarios.FieldLine(doc, path...), Field: strings.Join(path, "."), Msg: msg}
+func (f *File) validate(doc *yaml.Node, lookup Lookup) *fileformat.FieldError {
+	bad := func(msg string, path ...string) *fileformat.FieldError {
+		return &fileformat.FieldError{Line: fileformat.FieldLine(doc, path...), Field: strings.Join(path, "."), Msg: msg}
 	}
 	if !subjectNameRE.MatchString(f.Name) {
 		return bad(fmt.Sprintf("%q: accepted: lower-case letters, digits, '-' and '.', e.g. my-operator", f.Name), "name")
@@ -190,7 +190,7 @@ func (f *File) validate(doc *yaml.Node, lookup Lookup) *scenarios.FieldError {
 	}
 	switch {
 	case f.Exec == nil && f.Deployment == nil:
-		return &scenarios.FieldError{Line: 1, Msg: "say how the operator runs: exec (the harness starts its process) or deployment (already deployed in the cluster)"}
+		return &fileformat.FieldError{Line: 1, Msg: "say how the operator runs: exec (the harness starts its process) or deployment (already deployed in the cluster)"}
 	case f.Exec != nil && f.Deployment != nil:
 		return bad("exec and deployment exclude each other: give one", "deployment")
 	case f.Exec != nil:
@@ -241,9 +241,9 @@ func (f *File) resolve(p string) string {
 	return filepath.Join(f.dir(), p)
 }
 
-func (e *ExecSpec) validate(doc *yaml.Node, dir string, lookup Lookup) *scenarios.FieldError {
-	bad := func(msg string, path ...string) *scenarios.FieldError {
-		return &scenarios.FieldError{Line: scenarios.FieldLine(doc, path...), Field: strings.Join(path, "."), Msg: msg}
+func (e *ExecSpec) validate(doc *yaml.Node, dir string, lookup Lookup) *fileformat.FieldError {
+	bad := func(msg string, path ...string) *fileformat.FieldError {
+		return &fileformat.FieldError{Line: fileformat.FieldLine(doc, path...), Field: strings.Join(path, "."), Msg: msg}
 	}
 	if len(e.Command) == 0 || e.Command[0] == "" {
 		return bad("the program to run is required, e.g. [path/to/manager, --some-flag]", "exec", "command")
@@ -304,9 +304,9 @@ func (e *ExecSpec) validate(doc *yaml.Node, dir string, lookup Lookup) *scenario
 	return nil
 }
 
-func (d *DeploymentSpec) validate(doc *yaml.Node) *scenarios.FieldError {
-	bad := func(msg string, path ...string) *scenarios.FieldError {
-		return &scenarios.FieldError{Line: scenarios.FieldLine(doc, path...), Field: strings.Join(path, "."), Msg: msg}
+func (d *DeploymentSpec) validate(doc *yaml.Node) *fileformat.FieldError {
+	bad := func(msg string, path ...string) *fileformat.FieldError {
+		return &fileformat.FieldError{Line: fileformat.FieldLine(doc, path...), Field: strings.Join(path, "."), Msg: msg}
 	}
 	if errs := validation.IsDNS1123Label(d.Namespace); len(errs) > 0 {
 		return bad(fmt.Sprintf("%q: the Deployment's namespace is required (a DNS-1123 label: lower-case letters, digits and '-')", d.Namespace), "deployment", "namespace")
@@ -344,30 +344,30 @@ func expand(s string, lookup Lookup) (string, error) {
 }
 
 // decodeExpect reads the expect mapping in file order.
-func (f *File) decodeExpect() *scenarios.FieldError {
+func (f *File) decodeExpect() *fileformat.FieldError {
 	n := &f.Expect
 	if n.Kind == 0 || (n.Kind == yaml.ScalarNode && n.Tag == "!!null") {
 		return nil
 	}
 	if n.Kind != yaml.MappingNode {
-		return &scenarios.FieldError{Line: n.Line, Field: "expect", Msg: `want a mapping of scenario names or globs to pass, fail or fail:<assertion>, e.g. {"fast-reboot-*": pass}`}
+		return &fileformat.FieldError{Line: n.Line, Field: "expect", Msg: `want a mapping of scenario names or globs to pass, fail or fail:<assertion>, e.g. {"fast-reboot-*": pass}`}
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		field := "expect." + k.Value
 		if _, err := path.Match(k.Value, ""); err != nil || k.Value == "" {
-			return &scenarios.FieldError{Line: k.Line, Field: field, Msg: fmt.Sprintf("%q: not a scenario name or glob (e.g. fast-reboot-*)", k.Value)}
+			return &fileformat.FieldError{Line: k.Line, Field: field, Msg: fmt.Sprintf("%q: not a scenario name or glob (e.g. fast-reboot-*)", k.Value)}
 		}
 		if slices.ContainsFunc(f.expect, func(e expectEntry) bool { return e.pattern == k.Value }) {
-			return &scenarios.FieldError{Line: k.Line, Field: field, Msg: "listed twice"}
+			return &fileformat.FieldError{Line: k.Line, Field: field, Msg: "listed twice"}
 		}
 		var e scenarios.Expectation
 		if err := v.Decode(&e); err != nil {
-			if fe, ok := err.(*scenarios.FieldError); ok {
+			if fe, ok := err.(*fileformat.FieldError); ok {
 				fe.Field = field
 				return fe
 			}
-			return &scenarios.FieldError{Line: v.Line, Field: field, Msg: err.Error()}
+			return &fileformat.FieldError{Line: v.Line, Field: field, Msg: err.Error()}
 		}
 		e.Source = fmt.Sprintf("%s:%d", f.Path, v.Line)
 		f.expect = append(f.expect, expectEntry{pattern: k.Value, exp: e})

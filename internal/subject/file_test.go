@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/bootproof/bootproof/kmm/variant"
 	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/scenarios/fileformat"
+	"sigs.k8s.io/yaml"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -46,8 +46,8 @@ func TestDecodeFileInvalid(t *testing.T) {
 			if err == nil {
 				t.Fatal("DecodeFile accepted an invalid subject file")
 			}
-			if _, ok := err.(*scenarios.FieldError); !ok {
-				t.Errorf("error %T, want a *scenarios.FieldError naming file, line and field", err)
+			if _, ok := err.(*fileformat.FieldError); !ok {
+				t.Errorf("error %T, want a *fileformat.FieldError naming file, line and field", err)
 			}
 			got := strings.ReplaceAll(err.Error(), abs, "<testdata>") + "\n"
 			golden := strings.TrimSuffix(f, ".yaml") + ".err"

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/scenarios/fileformat"
 )
 
 // subjectBody is a valid subject file without apiVersion and kind.
@@ -15,7 +15,7 @@ const subjectBody = "name: my-operator\ndeployment: {namespace: ops, name: my-op
 // loads without a warning; one with neither loads with exactly one
 // deprecation warning naming the file and the lines to add; an unknown
 // version, a scenario file's kind, or only one of the two fields is a
-// *scenarios.FieldError naming the file, the line and the field.
+// *fileformat.FieldError naming the file, the line and the field.
 func TestDecodeFileFormatVersion(t *testing.T) {
 	tests := []struct {
 		name, data string
@@ -61,9 +61,9 @@ func TestDecodeFileFormatVersion(t *testing.T) {
 				if err.Error() != tc.err {
 					t.Errorf("error:\n  got  %s\n  want %s", err, tc.err)
 				}
-				var fe *scenarios.FieldError
+				var fe *fileformat.FieldError
 				if !errors.As(err, &fe) || fe.File != "s.yaml" || fe.Line != tc.line || fe.Field != tc.field {
-					t.Errorf("error %#v, want a *scenarios.FieldError of s.yaml, line %d, field %s", err, tc.line, tc.field)
+					t.Errorf("error %#v, want a *fileformat.FieldError of s.yaml, line %d, field %s", err, tc.line, tc.field)
 				}
 				return
 			}

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/scenarios/fileformat"
+	"go.yaml.in/yaml/v3"
 )
 
 // versionedLookup resolves the variables of the repository's subject
@@ -109,7 +109,7 @@ func repositoryYAML(t *testing.T) []string {
 // deliberately invalid (it does not decode), loads with no warning.
 func checkVersioned(t *testing.T, p string, data []byte, doc *yaml.Node, kind contract.FileKind, lookup Lookup) {
 	t.Helper()
-	var h scenarios.Header
+	var h fileformat.Header
 	for i := 0; i+1 < len(doc.Content); i += 2 {
 		switch doc.Content[i].Value {
 		case "apiVersion":

@@ -3,7 +3,6 @@ package observe
 import (
 	"cmp"
 	"fmt"
-	"github.com/bootproof/bootproof/scenarios/trace"
 	"maps"
 	"slices"
 	"sort"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/scenarios/judging"
+	"github.com/bootproof/bootproof/scenarios/trace"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"

@@ -3,10 +3,10 @@ package observe
 import (
 	"context"
 	"fmt"
-	"github.com/bootproof/bootproof/scenarios/trace"
 	"sync"
 	"time"
 
+	"github.com/bootproof/bootproof/scenarios/trace"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

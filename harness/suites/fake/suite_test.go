@@ -4,17 +4,12 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"github.com/bootproof/bootproof/scenarios/trace"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
-
-	. "github.com/onsi/ginkgo/v2"
-	"github.com/onsi/ginkgo/v2/types"
-	. "github.com/onsi/gomega"
 
 	"github.com/bootproof/bootproof/harness/cluster"
 	"github.com/bootproof/bootproof/harness/controlplane"
@@ -24,6 +19,10 @@ import (
 	"github.com/bootproof/bootproof/internal/subject"
 	"github.com/bootproof/bootproof/reports"
 	"github.com/bootproof/bootproof/scenarios"
+	"github.com/bootproof/bootproof/scenarios/trace"
+	. "github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/types"
+	. "github.com/onsi/gomega"
 )
 
 const (

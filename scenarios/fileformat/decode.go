@@ -1,4 +1,4 @@
-package scenarios
+package fileformat
 
 import (
 	"bytes"
@@ -12,15 +12,15 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// FieldError is a decoding error at a line of a scenario file.
+// FieldError is a decoding error at a line of an input file.
 type FieldError struct {
 	File  string
 	Line  int
 	Field string
 	Msg   string
-	// column of the offending value, when known: it finds the field
+	// Column of the offending value, when known: it finds the field
 	// among several on one line ({a: 1, b: x}).
-	column int
+	Column int
 }
 
 func (e *FieldError) Error() string {
@@ -76,7 +76,7 @@ func decodeInto(file string, data []byte, doc *yaml.Node, v any) error {
 		switch {
 		case !errors.As(err, &fe) || fe.Line == 0:
 		case fe.Field == "":
-			fe.Field = keyAtLine(doc, fe.Line, fe.column, "")
+			fe.Field = keyAtLine(doc, fe.Line, fe.Column, "")
 		default:
 			// An unknown key: its full path (yaml.v3 names only the key).
 			if p := keyPath(doc, fe.Line, fe.Field, ""); p != "" {
@@ -119,7 +119,9 @@ func FieldLine(doc *yaml.Node, path ...string) int {
 	return line
 }
 
-func withFile(file, field string, err error) error {
+// WithFile names file, and the field err was found under (prefixed to a
+// FieldError's own field), on err: a *FieldError.
+func WithFile(file, field string, err error) error {
 	var fe *FieldError
 	if errors.As(err, &fe) {
 		c := *fe
@@ -146,7 +148,7 @@ func wrapYAML(file string, err error) error {
 	}
 	var fe *FieldError
 	if errors.As(err, &fe) {
-		return withFile(file, "", fe)
+		return WithFile(file, "", fe)
 	}
 	out := &FieldError{File: file, Msg: strings.TrimPrefix(msg, "yaml: ")}
 	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
@@ -207,5 +209,3 @@ func findPath(n *yaml.Node, prefix string, childFirst bool, match func(k, v *yam
 	}
 	return ""
 }
-
-func lineOf(doc *yaml.Node, key string) int { return FieldLine(doc, key) }

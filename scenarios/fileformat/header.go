@@ -1,12 +1,11 @@
-package scenarios
+package fileformat
 
 import (
 	"fmt"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/bootproof/bootproof/contract"
+	"go.yaml.in/yaml/v3"
 )
 
 // Header is the apiVersion and kind at the top of a versioned bootproof

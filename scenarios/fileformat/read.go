@@ -1,4 +1,4 @@
-package scenarios
+package fileformat
 
 import (
 	"fmt"
