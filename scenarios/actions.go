@@ -225,12 +225,7 @@ func (c *caseRun) doReboot(ctx context.Context, a Action) error {
 		if err == nil && out.OldBootID != "" && out.NewBootID == out.OldBootID {
 			err = fmt.Errorf("reboot (%s) returned but the boot ID is still %s", req.Mode, out.OldBootID)
 		}
-		c.mu.Lock()
-		d.Outcome = out
-		if out.Downtime > 0 {
-			d.Downtime = out.Downtime
-		}
-		c.mu.Unlock()
+		c.dis.rebooted(d, out)
 		return err
 	})
 }
@@ -287,7 +282,7 @@ func (c *caseRun) doSpec(ctx context.Context, a Action) error {
 // into its NodeModulesConfig.
 func (c *caseRun) doUpdateKernel(ctx context.Context, a Action) error {
 	nodes := c.targets(a.On)
-	c.waitInflight(nodes)
+	c.dis.wait(nodes)
 	for _, n := range nodes {
 		kv := c.obs.Snapshot(n).KernelVersion
 		c.mu.Lock()
@@ -326,43 +321,30 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 func (c *caseRun) spread(ctx context.Context, a Action, kind ActionKind, downtime time.Duration,
 	f func(ctx context.Context, node string, d *judging.Disruption) error) error {
 	nodes := c.targets(a.On)
-	c.waitInflight(nodes)
+	c.dis.wait(nodes)
 	stagger := a.Stagger.Resolve(c.grace)
 	var wg sync.WaitGroup
 	errs := make([]error, len(nodes))
 	for i, n := range nodes {
-		d := &judging.Disruption{Kind: string(kind), Reboot: kind == ActReboot, Node: n, Downtime: downtime}
-		c.mu.Lock()
-		c.disrupted = append(c.disrupted, d)
-		c.mu.Unlock()
-		c.inflight[n].Add(1)
+		d := c.dis.begin(n, kind, downtime)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer c.inflight[n].Done()
+			defer c.dis.done(n)
 			if !sleepCtx(ctx, time.Duration(i)*stagger) {
 				errs[i] = ctx.Err()
 				return
 			}
 			c.obs.Disruption(n, kind, trace.PhaseStart, downtime)
-			c.mu.Lock()
-			d.Start = time.Now()
-			c.mu.Unlock()
+			c.dis.started(d, time.Now())
 			err := f(ctx, n, d)
-			c.mu.Lock()
-			d.End = time.Now()
-			d.Completed = err == nil
-			c.mu.Unlock()
 			if err != nil {
 				errs[i] = fmt.Errorf("%s node %s: %w", kind, n, err)
-				c.mu.Lock()
-				if c.bgErr == nil {
-					c.bgErr = infra("%w", errs[i])
-				}
-				c.mu.Unlock()
-				return
 			}
-			c.obs.Disruption(n, kind, trace.PhaseDone, 0)
+			c.dis.finished(d, time.Now(), errs[i])
+			if err == nil {
+				c.obs.Disruption(n, kind, trace.PhaseDone, 0)
+			}
 		}()
 	}
 	if !a.Wait {
@@ -380,13 +362,13 @@ func (c *caseRun) spread(ctx context.Context, a Action, kind ActionKind, downtim
 // timeout is timeout cut to the reload bound once the case's first load
 // was measured, the same for every subject.
 func (c *caseRun) waitReloaded(ctx context.Context, what string, nodes []string, timeout time.Duration) error {
-	c.waitInflight(nodes)
-	if err := c.backgroundErr(); err != nil {
+	c.dis.wait(nodes)
+	if err := c.dis.failure(); err != nil {
 		return err
 	}
 	c.awaitNewBoots(ctx, nodes, timeout)
 	c.measureFirstLoadTruth(time.Now())
-	timeout, why := c.reloadTimeout(timeout)
+	timeout, why := c.reload.timeout(c.s.ReloadBound, c.grace, timeout)
 	c.mu.Lock()
 	spec := make(map[string][]judging.Module, len(nodes))
 	for _, n := range nodes {
@@ -450,8 +432,9 @@ func (c *caseRun) runWait(ctx context.Context, w judging.Wait) error {
 		c.obs.Action("", "", fmt.Sprintf("%s did not hold within %s", w.What, w.Timeout))
 		return errAborted
 	}
-	c.measureFirstLoad(jr)
-	c.measureReload(jr, rec)
+	base := c.baseBoots()
+	c.reload.firstLoaded(jr, base)
+	c.reload.reloaded(jr, rec, base)
 	return nil
 }
 

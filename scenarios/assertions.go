@@ -20,15 +20,13 @@ import (
 
 // facts copies the case's facts, with now as the end of the window.
 func (c *caseRun) facts(now time.Time) judging.Facts {
+	subjectAt, firstLoad := c.reload.firstLoadFacts()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	f := judging.Facts{Claim: c.s.Precondition, Labels: slices.Clone(c.s.Labels), Declared: judgedModules(c.s.Modules),
 		Names: slices.Clone(c.names), Start: c.start, BaseAt: c.baseAt, Now: now, Grace: c.grace,
 		Spec: make(map[string][]judging.Module, len(c.spec)), BaseBoot: maps.Clone(c.baseBoot),
-		SubjectAt: c.subjectAt, FirstLoad: c.firstLoad, Waits: slices.Clone(c.waits)}
-	for _, d := range c.disrupted {
-		f.Disrupted = append(f.Disrupted, *d)
-	}
+		SubjectAt: subjectAt, FirstLoad: firstLoad, Disrupted: c.dis.all(), Waits: slices.Clone(c.waits)}
 	for n, m := range c.spec {
 		f.Spec[n] = judgedModules(m)
 	}

@@ -79,23 +79,14 @@ type caseRun struct {
 	judgedAt time.Time
 	results  []AssertionResult
 
-	mu        sync.Mutex
-	spec      map[string][]Module // the NMC spec the engine wrote, per node
-	kernel    map[string]string   // kernel version per node for the NMC spec
-	inflight  map[string]*sync.WaitGroup
-	disrupted []*judging.Disruption
-	bgErr     error
+	mu     sync.Mutex
+	spec   map[string][]Module // the NMC spec the engine wrote, per node
+	kernel map[string]string   // kernel version per node for the NMC spec
 
-	// subjectAt is when the subject was started, with the
-	// NodeModulesConfigs written; firstLoad is how long the case's first
-	// load took from then (0: not yet), which sets the reload bound
-	// (ReloadBound).
-	subjectAt time.Time
-	firstLoad time.Duration
-	// slowestReload is the slowest reload a held reload wait measured so
-	// far (a node's new boot visible -> its modules loaded in it); with
-	// the first load it sizes the reload bound.
-	slowestReload time.Duration
+	// dis is the ledger of the case's node disruptions.
+	dis disruptions
+	// reload sizes the reload waits (ReloadBound).
+	reload reloadMeter
 	// waits is every wait the timeline and the final check made, in order.
 	waits []judging.Wait
 }
@@ -126,12 +117,11 @@ func (e *Engine) Run(ctx context.Context, s *Scenario, subj Subject) CaseResult 
 	res.NodeCount = n
 	c := &caseRun{e: e, s: s, subj: subj, grace: grace, start: start, id: newID(),
 		log:  logr.FromContextOrDiscard(ctx).WithValues("scenario", s.Name, "subject", subj.Name()),
-		spec: map[string][]Module{}, kernel: map[string]string{}, inflight: map[string]*sync.WaitGroup{}, baseBoot: map[string]string{}}
+		spec: map[string][]Module{}, kernel: map[string]string{}, baseBoot: map[string]string{}}
 	c.ns = "bp-" + c.id
 	for i := range n {
 		name := fmt.Sprintf("bp-%s-n%d", c.id, i)
 		c.names = append(c.names, name)
-		c.inflight[name] = &sync.WaitGroup{}
 	}
 	c.log = c.log.WithValues("case", c.id)
 	err := c.run(ctx)
@@ -161,8 +151,8 @@ func (e *Engine) Run(ctx context.Context, s *Scenario, subj Subject) CaseResult 
 		res.Trace = c.obs.Trace()
 		res.Reboots = c.rebootMetrics()
 	}
-	if !c.subjectAt.IsZero() {
-		res.ReloadBound = c.reloadBound()
+	if at, _ := c.reload.firstLoadFacts(); !at.IsZero() {
+		res.ReloadBound = c.reload.result(c.s.ReloadBound, c.s.Deadline.Resolve(c.grace), c.grace)
 	}
 	// The expectation is read here, and only here: nothing the case
 	// observed depended on it.
@@ -259,12 +249,6 @@ func (c *caseRun) waitWorkersDone(ctx context.Context, timeout time.Duration) er
 	c.obs.Action("", "", "not judged: "+err.Error())
 	return &invalidRunError{fmt.Sprintf("worker pods still active %s after the timeline (the scenario's deadline): %s; the loads they may still make cannot be counted",
 		timeout, strings.Join(c.obs.ActiveWorkers(), ", "))}
-}
-
-func (c *caseRun) backgroundErr() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.bgErr
 }
 
 func (c *caseRun) failed() bool {
@@ -369,12 +353,6 @@ func (c *caseRun) targets(t Target) []string {
 		}
 	}
 	return out
-}
-
-func (c *caseRun) waitInflight(nodes []string) {
-	for _, n := range nodes {
-		c.inflight[n].Wait()
-	}
 }
 
 // teardown stops the subject and the nodes and deletes the case's objects.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -58,7 +57,7 @@ func newScript(t *testing.T, precondition Precondition) *script {
 	sc := &Scenario{Name: "scripted", Precondition: precondition, Modules: []Module{{Name: "dummy", ModuleName: "dummy"}},
 		Deadline: Duration{Abs: 200 * time.Millisecond, Set: true}}
 	c := &caseRun{s: sc, e: &Engine{SettleTimeout: 200 * time.Millisecond}, grace: 10 * time.Second, start: start, baseAt: start,
-		names: []string{"n0"}, spec: map[string][]Module{"n0": sc.Modules}, kernel: map[string]string{}, inflight: map[string]*sync.WaitGroup{"n0": {}}}
+		names: []string{"n0"}, spec: map[string][]Module{"n0": sc.Modules}, kernel: map[string]string{}}
 	obs, err := observe.New(observe.Config{Start: start, Nodes: c.names, GroundTruth: scriptedBackend{}})
 	if err != nil {
 		t.Fatal(err)
@@ -134,12 +133,12 @@ func TestPreconditionSlowFailsWhenReadyStays(t *testing.T) {
 	s := newScript(t, "slow")
 	s.node(corev1.ConditionTrue, "a")
 	now := time.Now()
-	s.c.disrupted = []*judging.Disruption{{Kind: "reboot", Reboot: true, Node: "n0", Start: now, End: now.Add(time.Second), Downtime: 15 * time.Second, Completed: true}}
+	s.c.dis.list = []*judging.Disruption{{Kind: "reboot", Reboot: true, Node: "n0", Start: now, End: now.Add(time.Second), Downtime: 15 * time.Second, Completed: true}}
 	s.c.checkPrecondition()
 	wantFail(t, s.result(AssertPrecondition), "stayed Ready through its reboot")
 
 	ok := newScript(t, "slow")
-	ok.c.disrupted = []*judging.Disruption{{Kind: "reboot", Reboot: true, Node: "n0", Start: now.Add(-time.Millisecond), End: now.Add(time.Second), Completed: true}}
+	ok.c.dis.list = []*judging.Disruption{{Kind: "reboot", Reboot: true, Node: "n0", Start: now.Add(-time.Millisecond), End: now.Add(time.Second), Completed: true}}
 	ok.node(corev1.ConditionUnknown, "a")
 	ok.c.checkPrecondition()
 	if r := ok.result(AssertPrecondition); !r.OK {
@@ -540,7 +539,7 @@ func TestUnplannedReboot(t *testing.T) {
 	s.truth("a", "dummy")
 	now := time.Now()
 	// A planned reboot a -> b ...
-	s.c.disrupted = []*judging.Disruption{{Kind: "reboot", Reboot: true, Node: "n0", Start: now, End: now.Add(time.Second), Completed: true,
+	s.c.dis.list = []*judging.Disruption{{Kind: "reboot", Reboot: true, Node: "n0", Start: now, End: now.Add(time.Second), Completed: true,
 		Outcome: nodeapi.RebootOutcome{OldBootID: "a", NewBootID: "b"}}}
 	s.truth("b")
 	s.node(corev1.ConditionTrue, "b")

@@ -24,7 +24,7 @@ func TestClusterFaultMakesTheCaseAnError(t *testing.T) {
 	now := time.Now()
 	s.c.e.Health = &health.Monitor{Cluster: faultyCluster{{Component: "kube-controller-manager", From: now.Add(-2 * time.Second), To: now.Add(-time.Second), Detail: "exited: signal: killed"}}}
 	s.c.baseAt = now.Add(-10 * time.Second)
-	s.c.disrupted = []*judging.Disruption{{Kind: "reboot", Reboot: true, Node: "n0", Start: now.Add(-5 * time.Second)}}
+	s.c.dis.list = []*judging.Disruption{{Kind: "reboot", Reboot: true, Node: "n0", Start: now.Add(-5 * time.Second)}}
 	err := s.c.checkCluster(now)
 	d := decide("fast-reboot-0.5g", "legacy", Expectation{Outcome: Fail}, []AssertionResult{{Name: AssertReload, OK: false}}, err)
 	verdict, msg := d.Verdict, d.Message
@@ -32,7 +32,7 @@ func TestClusterFaultMakesTheCaseAnError(t *testing.T) {
 		t.Errorf("verdict %s: %s", verdict, msg)
 	}
 	// A fault that ended before the first disruption does not count.
-	s.c.disrupted[0].Start = now.Add(-500 * time.Millisecond)
+	s.c.dis.list[0].Start = now.Add(-500 * time.Millisecond)
 	if err := s.c.checkCluster(now); err != nil {
 		t.Errorf("a fault before the first disruption: %v", err)
 	}

@@ -31,7 +31,7 @@ func (c *caseRun) run(ctx context.Context) (retErr error) {
 	// the teardown: the case leaves no goroutine behind.
 	defer func() {
 		cancel()
-		c.waitInflight(c.names)
+		c.dis.wait(c.names)
 	}()
 	req, err := c.setup(ctx)
 	if c.obs != nil {
@@ -156,9 +156,7 @@ func (c *caseRun) startSubject(ctx context.Context, req SubjectRequest) error {
 		return infra("start subject %s: %w", c.subj.Name(), err)
 	}
 	c.obs.Action("", "", "subject "+c.subj.Name()+" started")
-	c.mu.Lock()
-	c.subjectAt = time.Now()
-	c.mu.Unlock()
+	c.reload.started(time.Now())
 	return nil
 }
 
@@ -179,8 +177,8 @@ func (c *caseRun) timeline(ctx context.Context) (aborted bool, err error) {
 
 // finalChecks waits for the end state and runs the assertions.
 func (c *caseRun) finalChecks(ctx context.Context, aborted bool) error {
-	c.waitInflight(c.names)
-	if err := c.backgroundErr(); err != nil {
+	c.dis.wait(c.names)
+	if err := c.dis.failure(); err != nil {
 		return err
 	}
 	if !aborted {

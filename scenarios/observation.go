@@ -43,10 +43,8 @@ func gapError(gaps []observe.WatchGap, start time.Time) error {
 // firstDisruption is when the case's first disruption began, or, without
 // one, when its nodes were up.
 func (c *caseRun) firstDisruption() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.disrupted) > 0 && !c.disrupted[0].Start.IsZero() {
-		return c.disrupted[0].Start
+	if at := c.dis.first(); !at.IsZero() {
+		return at
 	}
 	return c.baseAt
 }

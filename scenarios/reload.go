@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/bootproof/bootproof/scenarios/judging"
@@ -29,7 +30,7 @@ import (
 // it widens nothing. A timeline with
 // no reload wait before its first reboot (worker waits, sleeps) has its
 // first load measured from the kernels' ground truth at its next reload
-// wait (measureFirstLoadTruth). A wait before the first load was
+// wait (caseRun.measureFirstLoadTruth). A wait before the first load was
 // measured has its full timeout.
 //
 // The first load runs the same path as a reload (the subject sees work,
@@ -83,13 +84,45 @@ func (b ReloadBound) Resolve(firstLoad, timeout, grace time.Duration) time.Durat
 	return min(timeout, max(b.AtLeast.Resolve(grace), bound))
 }
 
-// reloadTimeout is the timeout of a reload wait whose own timeout is
-// timeout: cut to the reload bound once the first load was measured. why
-// says which, for messages.
-func (c *caseRun) reloadTimeout(timeout time.Duration) (time.Duration, string) {
-	c.mu.Lock()
-	first, slowest := c.firstLoad, c.slowestReload
-	c.mu.Unlock()
+// reloadMeter is the case's side of the reload bound: when the subject
+// started, how long its first load took and the slowest reload a held
+// wait measured, and the timeouts and result they give. Its numbers are
+// what the subject did, whatever it is expected to do. It has its own
+// lock, never held while caseRun's is taken.
+type reloadMeter struct {
+	mu sync.Mutex
+	// subjectAt is when the subject was started, with the
+	// NodeModulesConfigs written; firstLoad is how long the case's first
+	// load took from then (0: not yet).
+	subjectAt time.Time
+	firstLoad time.Duration
+	// slowestReload is the slowest reload a held reload wait measured so
+	// far (a node's new boot visible -> its modules loaded in it).
+	slowestReload time.Duration
+}
+
+// started records when the subject was started.
+func (m *reloadMeter) started(at time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.subjectAt = at
+}
+
+// firstLoadFacts returns the subject's start (zero: not started) and the
+// measured first load (0: not yet).
+func (m *reloadMeter) firstLoadFacts() (time.Time, time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.subjectAt, m.firstLoad
+}
+
+// timeout is the timeout of a reload wait whose own timeout is timeout:
+// cut to bound once the first load was measured (grace: the grace
+// period). why says which, for messages.
+func (m *reloadMeter) timeout(bound ReloadBound, grace, timeout time.Duration) (time.Duration, string) {
+	m.mu.Lock()
+	first, slowest := m.firstLoad, m.slowestReload
+	m.mu.Unlock()
 	if first <= 0 {
 		return timeout, "its full timeout: no first load measured yet"
 	}
@@ -97,76 +130,61 @@ func (c *caseRun) reloadTimeout(timeout time.Duration) (time.Duration, string) {
 	if slowest > first {
 		measured = fmt.Sprintf("the slowest reload so far took %s, the first load %s", HumanDuration(slowest), HumanDuration(first))
 	}
-	d := c.s.ReloadBound.Resolve(max(first, slowest), timeout, c.grace)
+	d := bound.Resolve(max(first, slowest), timeout, grace)
 	if d < timeout {
-		return d, fmt.Sprintf("the reload bound: %s; %s", c.s.ReloadBound, measured)
+		return d, fmt.Sprintf("the reload bound: %s; %s", bound, measured)
 	}
-	return d, fmt.Sprintf("its timeout, shorter than the reload bound (%s; %s)", c.s.ReloadBound, measured)
+	return d, fmt.Sprintf("its timeout, shorter than the reload bound (%s; %s)", bound, measured)
 }
 
-// measureReload records the slowest reload of a held reload wait: for
-// each node in another boot than the one it had at the start, from the
+// reloaded records the slowest reload of a held reload wait: for each
+// node in another boot than base, the one it had at the start, from the
 // new boot first visible to its modules loaded in it (as judgeReload
 // reports reload latencies).
-func (c *caseRun) measureReload(jr judging.WaitResult, r judging.Record) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+func (m *reloadMeter) reloaded(jr judging.WaitResult, r judging.Record, base map[string]string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	for _, nl := range jr.Nodes {
-		if nl.Boot == c.baseBoot[nl.Node] || nl.Loaded.IsZero() {
+		if nl.Boot == base[nl.Node] || nl.Loaded.IsZero() {
 			continue
 		}
 		from := r.Visible(nl.Node, nl.Boot)
 		if from.IsZero() {
 			continue
 		}
-		c.slowestReload = max(c.slowestReload, nl.Loaded.Sub(from))
+		m.slowestReload = max(m.slowestReload, nl.Loaded.Sub(from))
 	}
 }
 
-// measureFirstLoad records the case's first load from the first reload
-// wait that held with every node still in the boot it had when the
-// subject started: from the subject's start to the last node's modules
-// loaded.
-func (c *caseRun) measureFirstLoad(jr judging.WaitResult) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.firstLoad > 0 || c.subjectAt.IsZero() || len(jr.Nodes) == 0 {
+// firstLoaded records the case's first load from the first reload wait
+// that held with every node still in its boot of base: from the
+// subject's start to the last node's modules loaded.
+func (m *reloadMeter) firstLoaded(jr judging.WaitResult, base map[string]string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.firstLoad > 0 || m.subjectAt.IsZero() || len(jr.Nodes) == 0 {
 		return
 	}
 	var last time.Time
 	for _, nl := range jr.Nodes {
-		if nl.Boot != c.baseBoot[nl.Node] {
+		if nl.Boot != base[nl.Node] {
 			return // a reboot came first: this is no first load
 		}
 		last = judging.Later(last, nl.Loaded)
 	}
-	c.firstLoad = max(last.Sub(c.subjectAt), time.Millisecond)
+	m.firstLoad = max(last.Sub(m.subjectAt), time.Millisecond)
 }
 
-// measureFirstLoadTruth records the case's first load when no reload
-// wait measured it: a timeline that starts with worker waits or a sleep
-// (a race scenario pausing the subject mid-load) still loads every
-// module once. It is the time from the subject's start until every
-// node's kernel showed its modules in the boot it had at the start, as
-// the Record shows by until; nothing when a node never did (a reboot
-// came first). What it measures, like measureFirstLoad, is only what
-// the subject did.
-func (c *caseRun) measureFirstLoadTruth(until time.Time) {
-	c.mu.Lock()
-	if c.firstLoad > 0 || c.subjectAt.IsZero() || len(c.baseBoot) == 0 {
-		c.mu.Unlock()
+// firstLoadedIn records the case's first load when no reload wait
+// measured it, from the kernels' ground truth in r: the time from the
+// subject's start until every node of base showed want's modules in its
+// boot of base, by until; nothing when a node never did (a reboot came
+// first).
+func (m *reloadMeter) firstLoadedIn(r judging.Record, base map[string]string, want map[string][]string, until time.Time) {
+	from, first := m.firstLoadFacts()
+	if first > 0 || from.IsZero() {
 		return
 	}
-	from := c.subjectAt
-	want := make(map[string][]string, len(c.baseBoot))
-	for n := range c.baseBoot {
-		for _, m := range c.spec[n] {
-			want[n] = append(want[n], m.ModuleName)
-		}
-	}
-	base := maps.Clone(c.baseBoot)
-	c.mu.Unlock()
-	r := c.obs.Record()
 	var last time.Time
 	for n, boot := range base {
 		if len(want[n]) == 0 {
@@ -181,27 +199,58 @@ func (c *caseRun) measureFirstLoadTruth(until time.Time) {
 	if last.IsZero() {
 		return
 	}
-	c.mu.Lock()
-	if c.firstLoad == 0 {
-		c.firstLoad = max(last.Sub(from), time.Millisecond)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.firstLoad == 0 {
+		m.firstLoad = max(last.Sub(from), time.Millisecond)
 	}
-	c.mu.Unlock()
 }
 
-// reloadBound reports the case's reload bound for its result.
-func (c *caseRun) reloadBound() *ReloadBoundResult {
-	c.mu.Lock()
-	first, slowest := c.firstLoad, c.slowestReload
-	c.mu.Unlock()
-	deadline := c.s.Deadline.Resolve(c.grace)
-	b := &ReloadBoundResult{Rule: c.s.ReloadBound.String(), FirstLoadMS: -1, BoundMS: -1, DeadlineMS: deadline.Milliseconds()}
+// result reports bound for a case whose deadline is deadline (grace: the
+// grace period).
+func (m *reloadMeter) result(bound ReloadBound, deadline, grace time.Duration) *ReloadBoundResult {
+	m.mu.Lock()
+	first, slowest := m.firstLoad, m.slowestReload
+	m.mu.Unlock()
+	b := &ReloadBoundResult{Rule: bound.String(), FirstLoadMS: -1, BoundMS: -1, DeadlineMS: deadline.Milliseconds()}
 	if first > 0 {
 		b.FirstLoadMS = first.Milliseconds()
-		b.FirstBoundMS = c.s.ReloadBound.Resolve(first, deadline, c.grace).Milliseconds()
-		b.BoundMS = c.s.ReloadBound.Resolve(max(first, slowest), deadline, c.grace).Milliseconds()
+		b.FirstBoundMS = bound.Resolve(first, deadline, grace).Milliseconds()
+		b.BoundMS = bound.Resolve(max(first, slowest), deadline, grace).Milliseconds()
 		if slowest > 0 {
 			b.SlowestReloadMS = slowest.Milliseconds()
 		}
 	}
 	return b
+}
+
+// measureFirstLoadTruth measures the case's first load from the kernels'
+// ground truth when no reload wait measured it: a timeline that starts
+// with worker waits or a sleep (a race scenario pausing the subject
+// mid-load) still loads every module once. What it measures, like a
+// reload wait's, is only what the subject did.
+func (c *caseRun) measureFirstLoadTruth(until time.Time) {
+	if from, first := c.reload.firstLoadFacts(); first > 0 || from.IsZero() {
+		return
+	}
+	c.mu.Lock()
+	want := make(map[string][]string, len(c.baseBoot))
+	for n := range c.baseBoot {
+		for _, m := range c.spec[n] {
+			want[n] = append(want[n], m.ModuleName)
+		}
+	}
+	c.mu.Unlock()
+	base := c.baseBoots()
+	if len(base) == 0 {
+		return
+	}
+	c.reload.firstLoadedIn(c.obs.Record(), base, want, until)
+}
+
+// baseBoots copies each node's boot at the case's start.
+func (c *caseRun) baseBoots() map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.baseBoot)
 }
