@@ -276,18 +276,8 @@ func (o *Observer) Start(ctx context.Context) error {
 		return errors.New("observer: Config.Clientset and Config.Dynamic are required to watch")
 	}
 	sel := labels.SelectorFromSet(o.cfg.Selector).String()
-	// A missing CRD would only show as a cache that never syncs. A subject
-	// that installs its CRD as it starts may not have done so yet: wait.
-	var missing error
-	_ = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, CRDWait, true, func(ctx context.Context) (bool, error) {
-		_, err := dyn.Resource(contract.NMCResource).List(ctx, metav1.ListOptions{Limit: 1, LabelSelector: sel})
-		if missing = nil; apierrors.IsNotFound(err) {
-			missing = err
-		}
-		return missing == nil, nil
-	})
-	if missing != nil {
-		return fmt.Errorf("observer: the cluster does not serve %s within %s (is its CRD installed? the subject, or a subject file's crds, installs it): %w", contract.NMCResource.GroupResource(), CRDWait, missing)
+	if err := nmcServed(ctx, dyn, sel); err != nil {
+		return err
 	}
 	withSel := func(o metav1.ListOptions) metav1.ListOptions { o.LabelSelector = sel; return o }
 	nodes := cs.CoreV1().Nodes()
@@ -354,6 +344,25 @@ func (o *Observer) Start(ctx context.Context) error {
 			}
 			return fmt.Errorf("observer: cannot list and watch %s within a minute", informers[n].what)
 		}
+	}
+	return nil
+}
+
+// nmcServed waits, up to CRDWait, until the cluster serves
+// NodeModulesConfigs. A missing CRD would only show as a cache that never
+// syncs, and a subject that installs its CRD as it starts may not have
+// done so yet.
+func nmcServed(ctx context.Context, dyn dynamic.Interface, sel string) error {
+	var missing error
+	_ = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, CRDWait, true, func(ctx context.Context) (bool, error) {
+		_, err := dyn.Resource(contract.NMCResource).List(ctx, metav1.ListOptions{Limit: 1, LabelSelector: sel})
+		if missing = nil; apierrors.IsNotFound(err) {
+			missing = err
+		}
+		return missing == nil, nil
+	})
+	if missing != nil {
+		return fmt.Errorf("observer: the cluster does not serve %s within %s (is its CRD installed? the subject, or a subject file's crds, installs it): %w", contract.NMCResource.GroupResource(), CRDWait, missing)
 	}
 	return nil
 }
