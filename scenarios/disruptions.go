@@ -11,7 +11,8 @@ import (
 // disruptions is a case's ledger of node disruptions: every one the
 // timeline began, in order, with its times and outcome (what judging
 // reads as Facts.Disrupted); the ones still in flight on each node; and
-// the first that failed in the background (an action with wait: false).
+// the first that failed, which a later step reports even when its action
+// did not wait (wait: false).
 // Its zero value is ready; it has its own lock, never held while
 // caseRun's is taken.
 type disruptions struct {

@@ -4,7 +4,8 @@
 // rest: observe records Nodes, Leases, worker pods, NMC status and kernel
 // ground truth through watches; judging holds the assertions
 // (precondition, reload, no extra work, consistency) and the verdict;
-// trace is the vocabulary of a case's trace; health watches the cluster.
+// trace is the vocabulary of a case's trace; fileformat reads scenario
+// and subject files; health watches the cluster.
 //
 // It defines the small interfaces it consumes of a cluster and a subject
 // (and their optional capabilities); the node-backend interfaces and the

@@ -641,6 +641,22 @@ func TestObservationGap(t *testing.T) {
 	if err := gapError(nil, start); err != nil {
 		t.Errorf("no gap: %v", err)
 	}
+	// The window checkObservation asks the observer for opens at the
+	// first disruption's start, else when the nodes were up.
+	w := newScript(t, "fast")
+	w.c.baseAt = now.Add(-8 * time.Second)
+	if got := w.c.firstDisruption(); !got.Equal(w.c.baseAt) {
+		t.Errorf("no disruption: the window opens at %v, want the base %v", got, w.c.baseAt)
+	}
+	d1 := w.c.dis.begin("n0", ActReboot, time.Second)
+	if got := w.c.firstDisruption(); !got.Equal(w.c.baseAt) {
+		t.Errorf("a disruption not started yet: the window opens at %v, want the base", got)
+	}
+	w.c.dis.started(d1, now.Add(-5*time.Second))
+	w.c.dis.started(w.c.dis.begin("n0", ActRestartKubelet, time.Second), now.Add(-2*time.Second))
+	if got := w.c.firstDisruption(); !got.Equal(now.Add(-5 * time.Second)) {
+		t.Errorf("the window opens at %v, want the first disruption's start", got)
+	}
 	// Wired: no gap, no error; an unreadable ground truth is a fault.
 	s := newScript(t, "fast")
 	if err := s.c.checkObservation(now); err != nil {

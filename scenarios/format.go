@@ -129,7 +129,7 @@ type Startup struct {
 // wrong types and impossible values are errors naming file, line and
 // field. The file opens with apiVersion (contract.APIVersions) and kind
 // Scenario; one without both is read with a deprecation warning in
-// Scenario.Warnings (see DecodeVersioned).
+// Scenario.Warnings (see fileformat.DecodeVersioned).
 func Decode(file string, data []byte) (*Scenario, error) {
 	var raw struct {
 		fileformat.Header `yaml:",inline"`

@@ -139,7 +139,7 @@ func (m *reloadMeter) timeout(bound ReloadBound, grace, timeout time.Duration) (
 
 // reloaded records the slowest reload of a held reload wait: for each
 // node in another boot than base, the one it had at the start, from the
-// new boot first visible to its modules loaded in it (as judgeReload
+// new boot first visible to its modules loaded in it (as judging.JudgeReload
 // reports reload latencies).
 func (m *reloadMeter) reloaded(jr judging.WaitResult, r judging.Record, base map[string]string) {
 	m.mu.Lock()

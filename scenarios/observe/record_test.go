@@ -3,6 +3,7 @@ package observe
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -88,9 +89,25 @@ func TestObservationsTakeTheClock(t *testing.T) {
 	if len(got) != 2 || !got[0].Equal(t0.Add(3*time.Second)) || !got[1].Equal(t0.Add(5*time.Second)) {
 		t.Errorf("renewals seen at %v, want 3s and 5s after the start", got)
 	}
-	tr := o.Trace()
-	if len(tr) != 2 || tr[0].TMS != 3000 || tr[1].TMS != 5000 || tr[0].Node != "n0" {
-		t.Errorf("trace %+v", tr)
+	clk.SetTime(t0.Add(7 * time.Second))
+	o.Observe(node("n0", corev1.ConditionFalse, "b"))
+	if r := o.NodeRecord("n0"); !r.BootSeen["b"].Equal(t0.Add(7*time.Second)) || len(r.NotReadyAt) != 1 || !r.NotReadyAt[0].Equal(t0.Add(7*time.Second)) {
+		t.Errorf("node seen: boots %v, NotReady at %v, want 7s after the start", r.BootSeen, r.NotReadyAt)
+	}
+	clk.SetTime(t0.Add(9 * time.Second))
+	o.Observe(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "w", UID: "u1", Labels: map[string]string{contract.WorkerActionLabel: contract.ActionLoad}},
+		Spec: corev1.PodSpec{NodeName: "n0"}, Status: corev1.PodStatus{Phase: corev1.PodSucceeded}})
+	if p := o.Record().Pods; len(p) != 1 || !p[0].Created.Equal(t0.Add(9*time.Second)) || !p[0].SucceededAt.Equal(t0.Add(9*time.Second)) {
+		t.Errorf("pod seen: %+v, want created and succeeded 9s after the start", p)
+	}
+	var got2 []int64
+	for _, e := range o.Trace() {
+		got2 = append(got2, e.TMS)
+	}
+	// Two heartbeats, the Ready change and the boot, the pod's creation,
+	// its phase and its load.
+	if want := []int64{3000, 5000, 7000, 7000, 9000, 9000, 9000}; !slices.Equal(got2, want) {
+		t.Errorf("trace times %v, want %v", got2, want)
 	}
 }
 
@@ -130,8 +147,8 @@ func TestNewRejects(t *testing.T) {
 	}
 }
 
-// Gaps returns the closed gaps that overlap the window and every open
-// one.
+// Gaps returns the gaps that overlap the window: closed ones, and open
+// ones (not relisted yet) that began before its end.
 func TestGaps(t *testing.T) {
 	o := newTest(t, nil)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
