@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/nodeapi"
+	"github.com/bootproof/bootproof/scenarios/observe/observetest"
 )
 
 // A whole case through Engine.Run on fake clients: a scripted node set
@@ -52,13 +52,12 @@ type world struct {
 }
 
 func (w *world) writeTruth(ctx context.Context, node, boot string, modules ...string) error {
-	data, _ := json.Marshal(map[string]any{"boot": boot, "modules": modules})
 	leases := w.cs.CoordinationV1().Leases(corev1.NamespaceNodeLease)
 	l, err := leases.Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
-	l.Annotations = map[string]string{"truth": string(data)}
+	l.Annotations = map[string]string{observetest.Annotation: observetest.Value(boot, modules...)}
 	_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
 	return err
 }

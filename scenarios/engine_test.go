@@ -13,6 +13,7 @@ import (
 	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/scenarios/judging"
 	"github.com/bootproof/bootproof/scenarios/observe"
+	"github.com/bootproof/bootproof/scenarios/observe/observetest"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,25 +27,9 @@ import (
 // backend and a subject would write) and check that every assertion can
 // fail, with the message it gives.
 
-// ReadGroundTruth reads the scripted nodes' truth: the annotation
-// "truth" of their Lease ({"boot":..., "modules":[...]}).
+// ReadGroundTruth reads the scripted nodes' truth (observetest).
 func (scriptedBackend) ReadGroundTruth(l *coordinationv1.Lease) (*contract.GroundTruth, error) {
-	s, ok := l.Annotations["truth"]
-	if !ok {
-		return nil, nil
-	}
-	var t struct {
-		Boot    string   `json:"boot"`
-		Modules []string `json:"modules"`
-	}
-	if err := json.Unmarshal([]byte(s), &t); err != nil {
-		return nil, err
-	}
-	out := &contract.GroundTruth{Node: l.Name, BootID: t.Boot}
-	for _, m := range t.Modules {
-		out.Modules = append(out.Modules, contract.LoadedModule{Name: m, LoadedAt: time.Now()})
-	}
-	return out, nil
+	return observetest.Reader{}.ReadGroundTruth(l)
 }
 
 type script struct {
@@ -72,8 +57,7 @@ func (s *script) node(ready corev1.ConditionStatus, boot string) {
 }
 
 func (s *script) truth(boot string, modules ...string) {
-	data, _ := json.Marshal(map[string]any{"boot": boot, "modules": modules})
-	s.c.obs.Observe(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n0", Annotations: map[string]string{"truth": string(data)}}})
+	s.c.obs.Observe(observetest.Lease("n0", boot, modules...))
 }
 
 func (s *script) loadPod(uid, action, boot string) {
@@ -662,7 +646,7 @@ func TestObservationGap(t *testing.T) {
 	if err := s.c.checkObservation(now); err != nil {
 		t.Errorf("an observer with no gap: %v", err)
 	}
-	s.c.obs.Observe(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n0", Annotations: map[string]string{"truth": "{"}}})
+	s.c.obs.Observe(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n0", Annotations: map[string]string{observetest.Annotation: "{"}}})
 	err = s.c.checkObservation(now)
 	if d := decide("kubelet-restart-no-reboot", "legacy", Expectation{Outcome: Fail}, nil, err); d.Verdict != Error || !isFault(err) ||
 		!strings.Contains(d.Message, "node n0: read the ground truth on its Lease") {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bootproof/bootproof/contract"
+	"github.com/bootproof/bootproof/scenarios/observe/observetest"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,32 +18,9 @@ import (
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// annotated reads a scripted ground truth: the Lease annotation "truth"
-// ({"boot":..., "modules":[...]}).
-type annotated struct{}
-
-func (annotated) ReadGroundTruth(l *coordinationv1.Lease) (*contract.GroundTruth, error) {
-	s, ok := l.Annotations["truth"]
-	if !ok {
-		return nil, nil
-	}
-	var t struct {
-		Boot    string   `json:"boot"`
-		Modules []string `json:"modules"`
-	}
-	if err := json.Unmarshal([]byte(s), &t); err != nil {
-		return nil, err
-	}
-	out := &contract.GroundTruth{Node: l.Name, BootID: t.Boot}
-	for _, m := range t.Modules {
-		out.Modules = append(out.Modules, contract.LoadedModule{Name: m, LoadedAt: t0})
-	}
-	return out, nil
-}
-
 func newTest(t *testing.T, clk *clocktesting.FakePassiveClock) *Observer {
 	t.Helper()
-	cfg := Config{Start: t0, Nodes: []string{"n0"}, GroundTruth: annotated{}}
+	cfg := Config{Start: t0, Nodes: []string{"n0"}, GroundTruth: observetest.Reader{}}
 	if clk != nil {
 		cfg.Clock = clk
 	}
@@ -118,7 +96,7 @@ func TestUnreadableGroundTruth(t *testing.T) {
 	if err := o.Err(); err != nil {
 		t.Fatalf("no error yet: %v", err)
 	}
-	bad := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n0", Annotations: map[string]string{"truth": "{"}}}
+	bad := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n0", Annotations: map[string]string{observetest.Annotation: "{"}}}
 	o.Observe(bad)
 	o.Observe(bad)
 	err := o.Err()
@@ -134,7 +112,7 @@ func TestNewRejects(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{GroundTruth: annotated{}}, "Config.Nodes"},
+		{Config{GroundTruth: observetest.Reader{}}, "Config.Nodes"},
 		{Config{Nodes: []string{"n0"}}, "Config.GroundTruth"},
 	} {
 		if _, err := New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
