@@ -51,7 +51,7 @@ check_cluster() {
 
 cache_key() {
   local sum
-  sum="$(cat "$root"/tools/controlplane/*/go.mod "$root"/tools/controlplane/*/go.sum "$root/tools/controlplane/build.sh" | sha256sum | cut -c1-32)"
+  sum="$(cat "$root"/tools/controlplane/*/go.mod "$root"/tools/controlplane/*/go.sum "$root"/harness/controlplane/cpbuild/*.go | sha256sum | cut -c1-32)"
   output key "bootproof-controlplane-$(uname -s)-$(uname -m)-$sum"
 }
 
@@ -69,7 +69,7 @@ install() {
     (cd "$root" && go build -o "$bin/bootproof" ./cmd/bootproof)
   fi
   if [ "$cluster" = embedded ]; then
-    BIN_DIR="$bin" "$root/tools/controlplane/build.sh"
+    "$bin/bootproof" controlplane build --dir "$bin"
   fi
 }
 
