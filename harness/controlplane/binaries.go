@@ -1,12 +1,16 @@
 package controlplane
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/bootproof/bootproof/harness/controlplane/cpbuild"
 )
 
 // Environment variables consulted for binaries.
@@ -32,48 +36,74 @@ type Binaries struct {
 	KubeControllerManager string
 }
 
-// searchDirs returns, in order, the directories a binary is looked up in.
-// An explicit binDir is the only place searched.
+// searchDirs returns, in order, the directories every binary is looked up
+// in: an explicit binDir alone; else $BOOTPROOF_BIN_DIR, ./bin and the
+// bin/ of the working directory's checkout (checkoutBins: tests run from
+// a package folder find the repository's bin/), the bootproof
+// executable's own directory, and the
+// per-user cache 'bootproof controlplane build' fills (cpbuild.CacheDir).
 func searchDirs(binDir string) []string {
 	if binDir != "" {
 		return []string{binDir}
 	}
 	var dirs []string
-	for _, env := range []string{EnvBinDir, EnvKubebuilderAssets} {
-		if v := os.Getenv(env); v != "" {
-			dirs = append(dirs, v)
-		}
+	if v := os.Getenv(EnvBinDir); v != "" {
+		dirs = append(dirs, v)
 	}
 	if wd, err := os.Getwd(); err == nil {
-		// ./bin of the working directory and of its parents, so tests run
-		// from a package folder find the repository's bin/.
-		for d := wd; ; d = filepath.Dir(d) {
-			dirs = append(dirs, filepath.Join(d, "bin"))
-			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil || filepath.Dir(d) == d {
-				break
-			}
-		}
+		dirs = append(dirs, checkoutBins(wd)...)
 	}
 	if exe, err := os.Executable(); err == nil {
 		dirs = append(dirs, filepath.Dir(exe))
 	}
+	if cache, err := cpbuild.CacheDir(); err == nil {
+		dirs = append(dirs, cache)
+	}
 	return dirs
 }
 
-// FindBinaries locates the three control-plane binaries. Its error, a
-// *BinariesNotFoundError, names every directory searched and how to get
-// the binaries.
+// checkoutBins are ./bin of wd and, inside a checkout (a parent holds
+// go.mod), the bin/ of each parent up to the checkout's root. Outside one
+// no parent is searched: /bin holds the system's programs, not these.
+func checkoutBins(wd string) []string {
+	dirs := []string{filepath.Join(wd, "bin")}
+	var parents []string
+	for d := wd; filepath.Dir(d) != d; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return append(dirs, parents...)
+		}
+		parents = append(parents, filepath.Join(filepath.Dir(d), "bin"))
+	}
+	return dirs
+}
+
+// executable reports whether p is an executable regular file.
+func executable(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+}
+
+// FindBinaries locates the three control-plane binaries in the directories
+// searchDirs names. With no explicit binDir, etcd and kube-apiserver are
+// also taken from envtest's $KUBEBUILDER_ASSETS when nothing else has them
+// and their versions fit the pinned kube-controller-manager (EnvtestFit);
+// kube-controller-manager never is (envtest ships none). Its error, a
+// *BinariesNotFoundError, names every directory searched, any envtest
+// binary refused and why, and how to get the binaries.
 func FindBinaries(binDir string) (Binaries, error) {
 	dirs := searchDirs(binDir)
 	var b Binaries
-	var missing []string
+	nf := &BinariesNotFoundError{Searched: dirs}
+	assets := ""
+	if binDir == "" {
+		assets = os.Getenv(EnvKubebuilderAssets)
+	}
 	for _, it := range []struct {
 		name string
 		dst  *string
 	}{{BinEtcd, &b.Etcd}, {BinKubeAPIServer, &b.KubeAPIServer}, {BinKubeControllerManager, &b.KubeControllerManager}} {
 		for _, d := range dirs {
-			p := filepath.Join(d, it.name)
-			if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			if p := filepath.Join(d, it.name); executable(p) {
 				abs, err := filepath.Abs(p)
 				if err != nil {
 					return b, fmt.Errorf("resolve %s: %w", p, err)
@@ -82,12 +112,26 @@ func FindBinaries(binDir string) (Binaries, error) {
 				break
 			}
 		}
+		if *it.dst == "" && assets != "" && it.name != BinKubeControllerManager {
+			p, err := filepath.Abs(filepath.Join(assets, it.name))
+			if err == nil && executable(p) {
+				if err = EnvtestFit(p); err == nil {
+					*it.dst = p
+				}
+			}
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				nf.Refused = append(nf.Refused, err.Error())
+			}
+		}
 		if *it.dst == "" {
-			missing = append(missing, it.name)
+			nf.Missing = append(nf.Missing, it.name)
 		}
 	}
-	if len(missing) > 0 {
-		return b, &BinariesNotFoundError{Missing: missing, Searched: dirs}
+	if len(nf.Missing) > 0 {
+		if assets != "" {
+			nf.Searched = append(nf.Searched, "$"+EnvKubebuilderAssets+" ("+assets+", for etcd and kube-apiserver)")
+		}
+		return b, nf
 	}
 	return b, nil
 }
@@ -101,6 +145,9 @@ type BinariesNotFoundError struct {
 	Missing []string
 	// Searched are the directories looked in, in order.
 	Searched []string
+	// Refused says which envtest binaries were found but not taken, and
+	// why (their version does not fit).
+	Refused []string
 }
 
 func (e *BinariesNotFoundError) Error() string { return e.Render("Config.BinDir") }
@@ -111,6 +158,19 @@ func (e *BinariesNotFoundError) FieldPath() *field.Path { return field.NewPath("
 // Render writes the error naming the setting of the binaries' directory
 // (a flag, or the field).
 func (e *BinariesNotFoundError) Render(name string) string {
-	return fmt.Sprintf("control-plane binaries not found: %s (searched %s); build them with 'make controlplane' (the first build takes about 11 minutes on 2 cores) or name a directory that has them (%s or $%s)",
-		strings.Join(e.Missing, ", "), strings.Join(e.Searched, ", "), name, EnvBinDir)
+	refused := ""
+	if len(e.Refused) > 0 {
+		refused = "; refused: " + strings.Join(e.Refused, "; ")
+	}
+	return fmt.Sprintf("control-plane binaries not found: %s (searched %s%s); build them with 'bootproof controlplane build' (into %s; 'make controlplane' in a checkout, into its bin/; the first build takes about 11 minutes on 2 cores) or name a directory that has them (%s or $%s)",
+		strings.Join(e.Missing, ", "), strings.Join(e.Searched, ", "), refused, cacheDirText(), name, EnvBinDir)
+}
+
+// cacheDirText names the per-user cache directory, or how it is chosen
+// when it cannot be resolved here.
+func cacheDirText() string {
+	if d, err := cpbuild.CacheDir(); err == nil {
+		return d
+	}
+	return "$XDG_CACHE_HOME/bootproof/controlplane/" + cpbuild.KubernetesVersion()
 }

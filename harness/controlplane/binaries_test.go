@@ -3,11 +3,14 @@ package controlplane
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bootproof/bootproof/harness/controlplane/cpbuild"
 )
 
 // writeScript writes an executable shell script.
@@ -59,20 +62,95 @@ func TestFindBinaries(t *testing.T) {
 	}
 }
 
+// TestFindBinariesFromEnvironment runs from a directory outside any
+// checkout: $BOOTPROOF_BIN_DIR comes first, the per-user cache
+// (cpbuild.CacheDir under $XDG_CACHE_HOME) is searched, and envtest's
+// $KUBEBUILDER_ASSETS gives etcd and kube-apiserver only, and only when
+// their versions fit the pinned kube-controller-manager.
 func TestFindBinariesFromEnvironment(t *testing.T) {
-	assets := t.TempDir() // envtest layout: etcd and kube-apiserver only
-	writeScript(t, assets, BinEtcd, "exit 0")
-	writeScript(t, assets, BinKubeAPIServer, "exit 0")
-	kcm := t.TempDir()
-	writeScript(t, kcm, BinKubeControllerManager, "exit 0")
-	t.Setenv(EnvKubebuilderAssets, assets)
-	t.Setenv(EnvBinDir, kcm)
-	b, err := FindBinaries("")
-	if err != nil {
-		t.Fatalf("FindBinaries = %v", err)
+	pinned := cpbuild.KubernetesVersion()
+	var major, minor int
+	if _, err := fmt.Sscanf(pinned, "v%d.%d.", &major, &minor); err != nil {
+		t.Fatal(err)
 	}
-	if filepath.Dir(b.Etcd) != assets || filepath.Dir(b.KubeControllerManager) != kcm {
-		t.Errorf("FindBinaries = %+v, want etcd from %s and kube-controller-manager from %s", b, assets, kcm)
+	envtest := func(apiserver string) string {
+		d := t.TempDir() // envtest layout: etcd and kube-apiserver only
+		writeScript(t, d, BinEtcd, "echo 'etcd Version: 3.5.21'")
+		writeScript(t, d, BinKubeAPIServer, "echo 'Kubernetes "+apiserver+"'")
+		return d
+	}
+	kcmOnly := t.TempDir()
+	writeScript(t, kcmOnly, BinKubeControllerManager, "exit 0")
+	full := t.TempDir()
+	for _, n := range []string{BinEtcd, BinKubeAPIServer, BinKubeControllerManager} {
+		writeScript(t, full, n, "exit 0")
+	}
+	fits := envtest(fmt.Sprintf("v1.%d.0", minor+1))
+	tooOld := envtest(fmt.Sprintf("v1.%d.3", minor-1))
+	for _, tc := range []struct {
+		name                  string
+		binDir, assets, cache string
+		explicit              string
+		wantEtcd, wantKCM     string
+		wantErr               []string
+	}{
+		{name: "envtest's etcd and kube-apiserver, kube-controller-manager from BOOTPROOF_BIN_DIR", binDir: kcmOnly, assets: fits, wantEtcd: fits, wantKCM: kcmOnly},
+		{name: "kube-controller-manager from the user's cache", cache: kcmOnly, assets: fits, wantEtcd: fits, wantKCM: kcmOnly},
+		{name: "the cache's binaries come before envtest's", cache: full, assets: fits, wantEtcd: full, wantKCM: full},
+		{name: "BOOTPROOF_BIN_DIR before the cache", binDir: full, cache: kcmOnly, wantEtcd: full, wantKCM: full},
+		{name: "an envtest kube-apiserver too old is refused", binDir: kcmOnly, assets: tooOld,
+			wantErr: []string{"not found: kube-apiserver (", fmt.Sprintf("is 1.%d: accepted: 1.%d or 1.%d", minor-1, minor, minor+1), "$KUBEBUILDER_ASSETS (" + tooOld}},
+		{name: "envtest never gives kube-controller-manager", assets: fits,
+			wantErr: []string{"not found: kube-controller-manager (", "bootproof controlplane build"}},
+		{name: "an explicit directory alone", explicit: kcmOnly, assets: fits, binDir: full,
+			wantErr: []string{"not found: etcd, kube-apiserver (searched " + kcmOnly + ")"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			xdg := t.TempDir()
+			t.Setenv("XDG_CACHE_HOME", xdg)
+			if tc.cache != "" {
+				dir, err := cpbuild.CacheDir()
+				if err != nil || !strings.HasPrefix(dir, xdg) {
+					t.Fatalf("CacheDir = %q, %v: want it under $XDG_CACHE_HOME %s", dir, err, xdg)
+				}
+				if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(tc.cache, dir); err != nil {
+					t.Fatal(err)
+				}
+			}
+			t.Setenv(EnvBinDir, tc.binDir)
+			t.Setenv(EnvKubebuilderAssets, tc.assets)
+			b, err := FindBinaries(tc.explicit)
+			if len(tc.wantErr) > 0 {
+				if err == nil {
+					t.Fatalf("FindBinaries = %+v, want an error", b)
+				}
+				for _, w := range tc.wantErr {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q lacks %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("FindBinaries = %v", err)
+			}
+			// The cache is a link to the test's directory: compare where
+			// the binaries really are.
+			dir := func(p string) string {
+				d, err := filepath.EvalSymlinks(filepath.Dir(p))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return d
+			}
+			if dir(b.Etcd) != tc.wantEtcd || dir(b.KubeAPIServer) != tc.wantEtcd || dir(b.KubeControllerManager) != tc.wantKCM {
+				t.Errorf("FindBinaries = %+v, want etcd and kube-apiserver from %s, kube-controller-manager from %s", b, tc.wantEtcd, tc.wantKCM)
+			}
+		})
 	}
 }
 
@@ -98,5 +176,31 @@ func TestStartQuotesLogOfEarlyExit(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(run, "etcd.pid")); !os.IsNotExist(err) {
 		t.Errorf("pid file left behind: %v", err)
+	}
+}
+
+// TestCheckoutBins: inside a checkout, ./bin and each parent's bin/ up to
+// the checkout's root; outside one, ./bin alone (never /bin).
+func TestCheckoutBins(t *testing.T) {
+	root := t.TempDir()
+	pkg := filepath.Join(root, "a", "b")
+	if err := os.MkdirAll(pkg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte("module example.com/m\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		wd   string
+		want []string
+	}{
+		{pkg, []string{filepath.Join(pkg, "bin"), filepath.Join(root, "a", "bin"), filepath.Join(root, "bin")}},
+		{root, []string{filepath.Join(root, "bin")}},
+		{outside, []string{filepath.Join(outside, "bin")}},
+	} {
+		if got := checkoutBins(tc.wd); !slices.Equal(got, tc.want) {
+			t.Errorf("checkoutBins(%s) = %v, want %v", tc.wd, got, tc.want)
+		}
 	}
 }

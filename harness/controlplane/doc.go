@@ -21,9 +21,12 @@
 // system:nodes) so simulated and VM nodes act with exactly the rights a
 // real kubelet has.
 //
-// Binaries come from Config.BinDir, or $BOOTPROOF_BIN_DIR, envtest's
-// $KUBEBUILDER_ASSETS, ./bin. 'make controlplane' builds them from the
-// modules pinned under tools/controlplane.
+// Binaries come from Config.BinDir alone when it is set; else from
+// $BOOTPROOF_BIN_DIR, ./bin and the checkout's bin/, the executable's own
+// directory, and the per-user cache that package cpbuild fills
+// ('bootproof controlplane build'; 'make controlplane' builds into the
+// checkout's bin/ with the same code); etcd and kube-apiserver also from
+// envtest's $KUBEBUILDER_ASSETS when their versions fit (EnvtestFit).
 //
 // Package e2eprovider adapts this package to sigs.k8s.io/e2e-framework.
 package controlplane
