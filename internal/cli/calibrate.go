@@ -77,7 +77,7 @@ run was interrupted or could not start.`,
 	f.IntVar(&co.repeat, "repeat", 1, fmt.Sprintf("run every variant x scenario this many times (at most %d): a defect must be caught in every run", MaxRepeat))
 	f.BoolVar(&co.listed, "listed-only", false, "run each known-bad variant only in the scenarios its file lists (both figures are measured the same; catches elsewhere are not looked for)")
 	f.StringVar(&co.reportDir, "report-dir", "", "report directory: new or empty (default a new "+DefaultReportRoot+"/<timestamp>-<random>)")
-	f.StringVar(&co.binDir, "bin-dir", "", "control-plane binaries for the embedded cluster (default as for 'controlplane up')")
+	f.StringVar(&co.binDir, "bin-dir", "", binDirHelp)
 	f.BoolVar(&co.verbose, "verbose", false, "show the logs on stderr too")
 	return cmd
 }

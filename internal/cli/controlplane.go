@@ -19,7 +19,7 @@ func newControlPlaneCommand(s Streams) *cobra.Command {
 		Short: "Run the embedded control plane (etcd, kube-apiserver, kube-controller-manager)",
 		RunE:  runGroup,
 	}
-	cmd.AddCommand(newControlPlaneUpCommand(s))
+	cmd.AddCommand(newControlPlaneUpCommand(s), newControlPlaneBuildCommand(s), newControlPlanePathCommand(s))
 	return cmd
 }
 
@@ -51,7 +51,7 @@ it stops every process it started and exits 0.`,
 	f.DurationVar(&o.cfg.MonitorPeriod, "monitor-period", time.Second, "kube-controller-manager --node-monitor-period")
 	f.StringSliceVar(&o.cfg.Controllers, "controllers", controlplane.DefaultControllers, "kube-controller-manager controllers to run")
 	f.StringVar(&o.cfg.Dir, "dir", "", "run directory for PKI, kubeconfigs and logs, kept after exit (default: a temporary directory, removed at exit)")
-	f.StringVar(&o.cfg.BinDir, "bin-dir", "", "directory holding etcd, kube-apiserver and kube-controller-manager (default: $"+controlplane.EnvBinDir+", $"+controlplane.EnvKubebuilderAssets+", ./bin)")
+	f.StringVar(&o.cfg.BinDir, "bin-dir", "", binDirHelp)
 	f.DurationVar(&o.cfg.CertValidity, "cert-validity", controlplane.DefaultCertValidity, "how long the cluster's certificates are valid; it stops working after that")
 	f.DurationVar(&o.cfg.StartTimeout, "start-timeout", controlplane.DefaultStartTimeout, "how long to wait for the control plane to become ready")
 	f.StringVar(&o.kubeconfigOut, "kubeconfig-out", "", "also write the admin kubeconfig here (mode 0600; removed at exit, since it points at a cluster that is gone); an existing file is refused unless --force")

@@ -139,7 +139,7 @@ node never shows NotReady - each kernel module is loaded again in the new boot.`
 	root.AddCommand(newNodesCommand(s))
 	root.AddCommand(newRunCommand(s), newCalibrateCommand(s), newListCommand(s), newReportCommand(s))
 	root.AddCommand(newImageCommand(s), newVMCommand(s), newKindCommand(s))
-	root.AddCommand(newCleanupCommand(s))
+	root.AddCommand(newCleanupCommand(s), newVersionCommand(s))
 	return root
 }
 
