@@ -35,6 +35,9 @@ type ImageSpec struct {
 	Entrypoint []string
 	User       string
 	Env        []string
+	// Arch is the image's architecture (GOARCH names: amd64, arm64);
+	// default amd64.
+	Arch string
 }
 
 // epoch is the fixed time of every layer entry and image, so an archive
@@ -76,6 +79,9 @@ func WriteImageArchive(spec ImageSpec, path string) error {
 	}
 	cf = cf.DeepCopy()
 	cf.Architecture, cf.OS, cf.Created = "amd64", "linux", v1.Time{Time: epoch}
+	if spec.Arch != "" {
+		cf.Architecture = spec.Arch
+	}
 	cf.Config.Entrypoint = spec.Entrypoint
 	cf.Config.User = spec.User
 	cf.Config.Env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, spec.Env...)

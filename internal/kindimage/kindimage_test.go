@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -449,6 +450,28 @@ func TestOperatorImageNeedsStaticExecutable(t *testing.T) {
 	cf, _ := img.ConfigFile()
 	if !slices.Equal(cf.Config.Entrypoint, []string{"/bootproof"}) || o.Ref != DefaultOperatorRef {
 		t.Errorf("operator image config %+v, ref %s", cf.Config, o.Ref)
+	}
+	if cf.Architecture != runtime.GOARCH {
+		t.Errorf("operator image of a %s executable: architecture %q", runtime.GOARCH, cf.Architecture)
+	}
+	// A release's arm64 executable gives an arm64 image.
+	arm := filepath.Join(dir, "arm64")
+	cmd = exec.Command("go", "build", "-o", arm, src)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=", "GOOS=linux", "GOARCH=arm64")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build for arm64: %v\n%s", err, out)
+	}
+	ao := OperatorImage{Out: filepath.Join(dir, "op-arm64.tar"), Executable: arm}
+	if err := ao.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ao.Write(); err != nil {
+		t.Fatal(err)
+	}
+	if img, err := tarball.ImageFromPath(ao.Out, nil); err != nil {
+		t.Fatal(err)
+	} else if cf, _ := img.ConfigFile(); cf.Architecture != "arm64" {
+		t.Errorf("operator image of an arm64 executable: architecture %q", cf.Architecture)
 	}
 	dynamic := OperatorImage{Out: o.Out, Executable: "/bin/sh"}
 	if err := dynamic.Validate(); err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0") {

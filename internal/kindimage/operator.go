@@ -54,14 +54,37 @@ func (o *OperatorImage) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Write writes the archive.
+// Write writes the archive, for the executable's architecture.
 func (o *OperatorImage) Write() error {
+	arch, err := ELFArch(o.Executable)
+	if err != nil {
+		return err
+	}
 	return WriteImageArchive(ImageSpec{
+		Arch:       arch,
 		Ref:        o.Ref,
 		Files:      []File{{Path: "/bootproof", Source: o.Executable, Mode: 0o755}},
 		Entrypoint: []string{"/bootproof"},
 		User:       "65532:65532",
 	}, o.Out)
+}
+
+// ELFArch names the architecture of the ELF executable at path as GOARCH
+// does: amd64 or arm64, the platforms bootproof is released for.
+func ELFArch(path string) (string, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("%s: not an ELF executable: %w", path, err)
+	}
+	defer f.Close()
+	switch f.Machine {
+	case elf.EM_X86_64:
+		return "amd64", nil
+	case elf.EM_AARCH64:
+		return "arm64", nil
+	default:
+		return "", fmt.Errorf("%s: an executable for %s: accepted: x86-64 (amd64) or AArch64 (arm64)", path, f.Machine)
+	}
 }
 
 // IsStatic reports whether the ELF executable at path has no program

@@ -64,14 +64,18 @@ func (w *Workflow) DispatchInputs() map[string]*actionlint.DispatchInput {
 
 // Event is one start of a workflow: the event's name and, for
 // workflow_dispatch, the inputs given (the others take their defaults).
-// Push and schedule runs are on main; a pull request is from a branch
-// into main.
+// Push and schedule runs are on main, or a push of Tag when it is set; a
+// pull request is from a branch into main.
 type Event struct {
 	Name   string
 	Inputs map[string]string
+	Tag    string
 }
 
 func (e Event) String() string {
+	if e.Tag != "" {
+		return e.Name + " of tag " + e.Tag
+	}
 	if len(e.Inputs) == 0 {
 		return e.Name
 	}
@@ -232,6 +236,9 @@ func githubContext(w *Workflow, ev Event) map[string]any {
 		"sha": strings.Repeat("0", 40), "actor": "octocat", "run_id": "1", "run_number": "1", "run_attempt": "1",
 		"server_url": "https://github.com", "api_url": "https://api.github.com", "workspace": "/home/runner/work/bootproof/bootproof",
 		"token": "***", "action_path": "", "event": map[string]any{},
+	}
+	if ev.Tag != "" {
+		g["ref"], g["ref_name"], g["ref_type"] = "refs/tags/"+ev.Tag, ev.Tag, "tag"
 	}
 	switch ev.Name {
 	case "pull_request":

@@ -124,6 +124,13 @@ var rows = []row{
 	})},
 	{"action.yaml", Event{Name: "pull_request"}, actionFacts},
 	{"action.yaml", Event{Name: "workflow_dispatch"}, actionFacts},
+	// release.yaml on a tag: build with the tag as the version, publish.
+	{"release.yaml", Event{Name: "push", Tag: "v0.4.0"}, map[string]string{
+		"release":                          "runs",
+		"release.steps[build].env.VERSION": "v0.4.0",
+		"release.steps[publish]":           "runs",
+		"release.steps[publish].env.TAG":   "v0.4.0",
+	}},
 }
 
 func loadWorkflows(t *testing.T) map[string]*Workflow {
