@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -44,6 +45,9 @@ func (o *Options) defaults() error {
 	}
 	if o.Go == "" {
 		o.Go = "go"
+	}
+	if _, err := exec.LookPath(o.Go); err != nil {
+		return fmt.Errorf("the go command builds the control plane, and %w: install Go %s or later, or put binaries built elsewhere in a directory and name it", err, goVersion())
 	}
 	if o.Out == nil {
 		o.Out = io.Discard

@@ -169,6 +169,10 @@ func TestBuildOnly(t *testing.T) {
 	if err := Build(context.Background(), Options{}); err == nil || !strings.Contains(err.Error(), "Options.Dir: required") {
 		t.Errorf("no Dir = %v", err)
 	}
+	err = Build(context.Background(), Options{Dir: s.bin, Go: "no-such-go-command"})
+	if err == nil || !strings.Contains(err.Error(), `"no-such-go-command": executable file not found`) || !strings.Contains(err.Error(), "install Go 1.26") {
+		t.Errorf("no go command = %v", err)
+	}
 }
 
 // TestBar: the terminal's progress bar.

@@ -83,6 +83,19 @@ func mustPins() *pinned {
 	return p
 }
 
+// goVersion is the Go version the pins need (their go directive).
+func goVersion() string {
+	mod, _, err := ModuleFiles("kube")
+	if err != nil {
+		return "1.26"
+	}
+	f, err := modfile.ParseLax("kube.mod", mod, nil)
+	if err != nil || f.Go == nil {
+		return "1.26"
+	}
+	return f.Go.Version
+}
+
 // KubernetesVersion is the pinned k8s.io/kubernetes version (e.g. v1.37.2):
 // that of kube-apiserver and kube-controller-manager.
 func KubernetesVersion() string { return mustPins().kubernetes }
