@@ -29,17 +29,16 @@ func (e *BuildError) Unwrap() error { return e.Err }
 
 // goBuild is one 'go build' of a main package, reported as it goes.
 type goBuild struct {
-	o          Options
-	tag        string
-	binary     string
-	dir, pkg   string
-	out        string
-	flags      []string
-	mu         sync.Mutex
-	compiled   int
-	total      int
-	start      time.Time
-	lastReport time.Time
+	o        Options
+	tag      string
+	binary   string
+	dir, pkg string
+	out      string
+	flags    []string
+	mu       sync.Mutex
+	compiled int
+	total    int
+	start    time.Time
 }
 
 func (g *goBuild) command(ctx context.Context, args ...string) *exec.Cmd {
