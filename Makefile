@@ -139,7 +139,7 @@ lint: ## gofmt and go vet.
 	$(GO) vet ./...
 
 .PHONY: verify
-verify: lint ## lint, golangci-lint (.golangci.yaml: linters, function length, dependency directions), generated files current, workflows pass actionlint and their expressions evaluate as tools/workflowcheck's tables say, and the release's dry run (hack/release.sh --snapshot into _output/release).
+verify: lint ## lint, golangci-lint (.golangci.yaml: linters, function length, dependency directions), generated files current, workflows pass actionlint and their expressions evaluate as tools/workflowcheck's tables say, and the release's dry run (hack/release.sh --snapshot, into a temporary directory).
 	@BIN_DIR=$(BIN_DIR) tools/build.sh golangci golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 	$(BIN_DIR)/golangci-lint run ./...
 	@BIN_DIR=$(BIN_DIR) hack/generate.sh --verify
@@ -147,8 +147,9 @@ verify: lint ## lint, golangci-lint (.golangci.yaml: linters, function length, d
 	$(BIN_DIR)/actionlint .github/workflows/*.yaml
 	@echo "workflow expressions evaluated for push, pull_request, schedule and workflow_dispatch (tools/workflowcheck)"
 	@cd tools/workflowcheck && $(GO) vet ./... && $(GO) test -count=1 ./...
-	@# The release's dry run: linux/amd64 and linux/arm64 binaries, operator images, checksums, checked.
-	@hack/release.sh --snapshot --out $(REPORTS_DIR)/release
+	@# The release's dry run: linux/amd64 and linux/arm64 binaries, operator images, checksums, checked
+	@# (in a temporary directory, removed after: nothing of it is an output).
+	@tmp="$$(mktemp -d)" && trap 'rm -rf "$$tmp"' EXIT && hack/release.sh --snapshot --out "$$tmp/release"
 
 .PHONY: generate
 generate: ## Regenerate kmm's deepcopy code and CRD YAML with the controller-gen pinned in tools/controllertools.
