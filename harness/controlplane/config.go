@@ -283,7 +283,7 @@ func (c Config) Validate() error {
 		st, err := os.Stat(c.BinDir)
 		if err != nil || !st.IsDir() {
 			return &ConfigError{Field: field.NewPath("BinDir"), Value: c.BinDir,
-				Accepted: "an existing directory holding etcd, kube-apiserver and kube-controller-manager (build them with 'make controlplane'); the value may come from $" + EnvBinDir}
+				Accepted: "an existing directory holding etcd, kube-apiserver and kube-controller-manager (build them with 'bootproof controlplane build', or 'make controlplane' in a checkout); the value may come from $" + EnvBinDir}
 		}
 	}
 	return nil

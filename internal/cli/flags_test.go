@@ -9,6 +9,7 @@ import (
 
 	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/harness/controlplane"
+	"github.com/bootproof/bootproof/harness/controlplane/cpbuild"
 	"github.com/bootproof/bootproof/kmm"
 )
 
@@ -22,6 +23,10 @@ func TestWithFlags(t *testing.T) {
 	kc := &contract.InputError{Field: field.NewPath("Kubeconfig"), Value: "/x", Err: errors.New("no such file")}
 	extra := &controlplane.ConfigError{Field: field.NewPath("ExtraArgs").Key("etcdd"), Value: "etcdd", Accepted: "etcd"}
 	plain := errors.New("connection refused")
+	cacheDir, err := cpbuild.CacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		err  error
@@ -34,7 +39,8 @@ func TestWithFlags(t *testing.T) {
 		// error is rendered, never found in or patched into the text.
 		{"wrapper that rewrites its cause", &quoting{kc}, "--kubeconfig /x: no such file", kc},
 		{"binaries not found", fmt.Errorf("embedded: %w", &controlplane.BinariesNotFoundError{Missing: []string{"etcd"}, Searched: []string{"bin"}}),
-			"control-plane binaries not found: etcd (searched bin); build them with 'make controlplane' (the first build takes about 11 minutes on 2 cores) or name a directory that has them (--bin-dir or $BOOTPROOF_BIN_DIR)", nil},
+			"control-plane binaries not found: etcd (searched bin); build them with 'bootproof controlplane build' (into " + cacheDir +
+				"; 'make controlplane' in a checkout, into its bin/; the first build takes about 11 minutes on 2 cores) or name a directory that has them (--bin-dir or $BOOTPROOF_BIN_DIR)", nil},
 		{"no flag sets it", fmt.Errorf("start: %w", extra), `start: invalid ExtraArgs[etcdd] "etcdd": accepted: etcd`, extra},
 		{"untyped", fmt.Errorf("start: %w", plain), "start: connection refused", plain},
 	}
