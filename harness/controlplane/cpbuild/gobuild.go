@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/term"
 )
 
 // BuildError is a failed go build: which binary, go's exit status and what
@@ -148,12 +150,8 @@ func bar(tag string, n, total int, took time.Duration) string {
 		strings.Repeat("#", filled), strings.Repeat(".", width-filled), n*100/total, n, total, duration(took))
 }
 
-// isTerminal reports whether w is a character device (a terminal).
+// isTerminal reports whether w is a terminal.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
