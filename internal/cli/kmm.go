@@ -53,6 +53,7 @@ the KUBECONFIG bootproof gives it and stops on SIGTERM.`,
 	f.StringVar(&ko.o.Detector, "detector", kmm.DefaultDetector, "reboot detection: bootid or legacy (the negative control that misses fast reboots)")
 	f.StringVar(&ko.o.RecordBootFrom, "record-boot-from", kmm.DefaultRecordBootFrom, "boot recorded for a finished load: worker (the worker's termination message, else the node's boot ID) or node (the node's boot ID at sync time: a known bug, kept as a control)")
 	f.StringVar(&ko.o.Variant, "variant", "none", "calibration variant: one seeded defect or slowness ("+strings.Join(variant.Names(), ", ")+"); none is the correct reconciler")
+	f.StringToStringVar(&ko.o.Selector, "selector", nil, "reconcile only the NodeModulesConfigs and Nodes with these labels (key=value, separated by commas; default: all)")
 	f.StringSliceVar(&ko.o.WorkerNamespaces, "worker-namespace", nil, "namespaces worker pods run in (the modules' namespaces); repeat or separate with commas (default: all namespaces)")
 	f.BoolVar(&ko.o.LeaderElection, "leader-elect", true, "use leader election, so that only one instance reconciles")
 	f.StringVar(&ko.o.LeaderElectionNamespace, "leader-election-namespace", kmm.DefaultLeaderElectionNamespace, "namespace of the leader-election Lease")
