@@ -31,6 +31,13 @@ RUNS ?= 5
 # (.ci/run: --listed-only, each known-bad variant in its listed scenarios only).
 REPEAT ?= 1
 CALIBRATE_FLAGS ?=
+# 'make mutate': mutants judged (0: every one; N: a sample of N chosen by
+# MUTATE_SEED, by default the commit, so each commit judges other ones),
+# cases at once, and more flags (e.g. --mutant 17).
+MUTATE_SAMPLE ?= 0
+MUTATE_SEED ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+MUTATE_PARALLEL ?= 12
+MUTATE_FLAGS ?=
 # Ginkgo label filter for the catalog suite in 'make test' (empty: all).
 LABELS ?=
 # Scenario label for 'make e2e-libvirt' (empty: every scenario of the
@@ -188,6 +195,12 @@ run: controlplane build ## Run the whole catalog with the bootid and legacy subj
 calibrate: controlplane build ## Measure bootproof's sensitivity and specificity on the calibration variants (examples/calibration/: known-bad and slow-but-correct reconcilers) on the embedded cluster: _output/calibration/calibration.md and .json (REPEAT=N runs each case N times; CALIBRATE_FLAGS=--listed-only runs known-bad variants only where their files list them).
 	@rm -rf $(REPORTS_DIR)/calibration
 	$(BIN_DIR)/bootproof calibrate --parallel $(PARALLEL) --repeat $(REPEAT) $(CALIBRATE_FLAGS) --report-dir $(REPORTS_DIR)/calibration
+
+.PHONY: mutate
+mutate: controlplane build ## Mutation testing of the reconciler (kmm/controller, kmm/detect, kmm/worker) against the catalog on the embedded cluster: every mutant, or MUTATE_SAMPLE=N of them chosen by the commit; survivors must be explained in kmm/mutation-triage.yaml; _output/mutate/mutate.md and .json.
+	@rm -rf $(REPORTS_DIR)/mutate
+	$(BIN_DIR)/bootproof mutate --parallel $(MUTATE_PARALLEL) $(if $(filter-out 0,$(MUTATE_SAMPLE)),--sample $(MUTATE_SAMPLE) --seed $(MUTATE_SEED)) \
+	  --report-dir $(REPORTS_DIR)/mutate $(MUTATE_FLAGS)
 
 .PHONY: deps-kind
 deps-kind: ## Install and start a container engine for kind (Debian/Ubuntu, as root), and where root cannot grant every capability, the runtime shim --privileged needs (merged into /etc/docker/daemon.json, kept as found; never stops a dockerd it did not start). Again: changes nothing.

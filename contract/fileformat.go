@@ -39,13 +39,17 @@ const (
 	// KindSubject is a subject file (run --subject-file, calibration
 	// variants).
 	KindSubject FileKind = "Subject"
+	// KindMutationTriage is the mutation run's triage file: the
+	// reconciler's equivalent mutants, each with why (bootproof mutate
+	// --triage).
+	KindMutationTriage FileKind = "MutationTriage"
 )
 
 // FileKinds returns every kind of bootproof file.
-func FileKinds() []FileKind { return []FileKind{KindScenario, KindSubject} }
+func FileKinds() []FileKind { return []FileKind{KindScenario, KindSubject, KindMutationTriage} }
 
 // Known reports whether k is one of FileKinds.
-func (k FileKind) Known() bool { return k == KindScenario || k == KindSubject }
+func (k FileKind) Known() bool { return slices.Contains(FileKinds(), k) }
 
 // FileType names the file a kind is: "scenario file", "subject file"; ""
 // for an unknown kind.
@@ -55,6 +59,8 @@ func (k FileKind) FileType() string {
 		return "scenario file"
 	case KindSubject:
 		return "subject file"
+	case KindMutationTriage:
+		return "mutation triage file"
 	}
 	return ""
 }

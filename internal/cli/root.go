@@ -137,7 +137,7 @@ node never shows NotReady - each kernel module is loaded again in the new boot.`
 	root.AddCommand(newControlPlaneCommand(s))
 	root.AddCommand(newKMMCommand(s))
 	root.AddCommand(newNodesCommand(s))
-	root.AddCommand(newRunCommand(s), newCalibrateCommand(s), newListCommand(s), newReportCommand(s))
+	root.AddCommand(newRunCommand(s), newCalibrateCommand(s), newMutateCommand(s), newListCommand(s), newReportCommand(s))
 	root.AddCommand(newImageCommand(s), newVMCommand(s), newKindCommand(s))
 	root.AddCommand(newCleanupCommand(s), newVersionCommand(s))
 	return root
