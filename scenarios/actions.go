@@ -429,6 +429,7 @@ func (c *caseRun) runWait(ctx context.Context, w judging.Wait) error {
 	rec := c.obs.Record()
 	jr := judging.JudgeWait(c.facts(w.End), rec, w)
 	if !jr.Held {
+		c.noteFailure(w.End)
 		c.obs.Action("", "", fmt.Sprintf("%s did not hold within %s", w.What, w.Timeout))
 		return errAborted
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -89,6 +90,8 @@ type caseRun struct {
 	reload reloadMeter
 	// waits is every wait the timeline and the final check made, in order.
 	waits []judging.Wait
+	// failedAt is when the case first knew of a failed judged assertion.
+	failedAt time.Time
 }
 
 // Run runs one scenario with one subject and returns its result; it never
@@ -125,12 +128,18 @@ func (e *Engine) Run(ctx context.Context, s *Scenario, subj Subject) CaseResult 
 	}
 	c.log = c.log.WithValues("case", c.id)
 	err := c.run(ctx)
+	failedAt := c.failureTime()
+	err = c.laterFault(err, failedAt, &res)
 	if ctx.Err() == nil && !c.baseAt.IsZero() {
 		// A cluster fault overlapping the case stands before any verdict
-		// (and before the errors it caused).
+		// (and before the errors it caused); one after an assertion
+		// failed cannot have caused that failure, which stands.
 		until := c.judgedAt
 		if until.IsZero() {
 			until = time.Now()
+		}
+		if !failedAt.IsZero() && failedAt.Before(until) {
+			until = failedAt
 		}
 		if herr := c.e.Health.WaitFresh(ctx, until); herr != nil {
 			err = &clusterFaultError{herr.Error()}
@@ -160,6 +169,18 @@ func (e *Engine) Run(ctx context.Context, s *Scenario, subj Subject) CaseResult 
 	res.Observed, res.Verdict, res.Message = d.Observed, d.Verdict, d.Message
 	res.DurationMS = time.Since(start).Milliseconds()
 	return res
+}
+
+// laterFault returns err, or nil when err is a fault of the subject's
+// found after a judged assertion had failed (failedAt): the subject
+// failed, whatever it did next, and the fault becomes a note of res.
+func (c *caseRun) laterFault(err error, failedAt time.Time, res *CaseResult) error {
+	var subjErr *subjectError
+	if err == nil || failedAt.IsZero() || !errors.As(err, &subjErr) {
+		return err
+	}
+	res.Notes = append(res.Notes, fmt.Sprintf("after an assertion failed (at %.1fs), the subject faulted too: %s", failedAt.Sub(c.start).Seconds(), subjErr.Error()))
+	return nil
 }
 
 // decide is the case's verdict (judging.Decide) on its assertions and
@@ -227,15 +248,14 @@ func (c *caseRun) labels() map[string]string {
 }
 
 // waitWorkersDone waits up to timeout until no worker pod of the case is
-// pending or running, and records in the trace what is still active. A
-// worker still active after timeout is an invalid run: the loads it may
-// still make could not be counted, so no-extra-work would judge an
-// unfinished case.
-func (c *caseRun) waitWorkersDone(ctx context.Context, timeout time.Duration) error {
+// pending or running, records in the trace what is still active, and
+// judges workers-finish: a worker still active after timeout is the
+// subject's fault. The error is a fault or an interruption only.
+func (c *caseRun) waitWorkersDone(ctx context.Context, timeout time.Duration) (AssertionResult, error) {
 	if active := c.obs.ActiveWorkers(); len(active) > 0 {
 		c.obs.Action("", "", fmt.Sprintf("waiting for %d worker pod(s) to finish before judging: %s", len(active), strings.Join(active, ", ")))
 	} else {
-		return nil
+		return judging.JudgeWorkersFinish(nil, timeout), nil
 	}
 	err := c.waitFor(ctx, timeout, func() error {
 		if active := c.obs.ActiveWorkers(); len(active) > 0 {
@@ -243,12 +263,44 @@ func (c *caseRun) waitWorkersDone(ctx context.Context, timeout time.Duration) er
 		}
 		return nil
 	})
-	if err == nil || isFault(err) || ctx.Err() != nil {
-		return err // interrupted: the engine says so
+	if isFault(err) || ctx.Err() != nil {
+		return AssertionResult{}, err // interrupted: the engine says so
 	}
-	c.obs.Action("", "", "not judged: "+err.Error())
-	return &invalidRunError{fmt.Sprintf("worker pods still active %s after the timeline (the scenario's deadline): %s; the loads they may still make cannot be counted",
-		timeout, strings.Join(c.obs.ActiveWorkers(), ", "))}
+	res := judging.JudgeWorkersFinish(c.obs.ActiveWorkers(), timeout)
+	if !res.OK {
+		c.obs.Action("", "", "workers-finish: "+res.Message)
+	}
+	return res, nil
+}
+
+// noteFailure records t as when the case first knew of a failed judged
+// assertion, unless an earlier one is known: a fault after it does not
+// undo the verdict (see Engine.Run).
+func (c *caseRun) noteFailure(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.failedAt.IsZero() {
+		c.failedAt = t
+	}
+}
+
+// noteFailedResults notes now as a failure's time when a judged
+// assertion among the results has failed.
+func (c *caseRun) noteFailedResults() {
+	for _, r := range c.results {
+		if !r.OK && slices.Contains(judging.Judged, r.Name) {
+			c.noteFailure(time.Now())
+			return
+		}
+	}
+}
+
+// failureTime is when the case first knew of a failed judged assertion
+// (zero when none failed).
+func (c *caseRun) failureTime() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.failedAt
 }
 
 func (c *caseRun) failed() bool {

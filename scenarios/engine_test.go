@@ -332,8 +332,8 @@ func TestLateExtraLoadIsWaitedForAndCounted(t *testing.T) {
 		s.loadPod("2", "Load", "a")
 	}()
 	start := time.Now()
-	if err := s.c.waitWorkersDone(context.Background(), 30*time.Second); err != nil {
-		t.Fatal(err)
+	if r, err := s.c.waitWorkersDone(context.Background(), 30*time.Second); err != nil || !r.OK {
+		t.Fatalf("waitWorkersDone = %+v, %v; want workers-finish held", r, err)
 	}
 	if waited := time.Since(start); waited < 250*time.Millisecond || waited > 20*time.Second {
 		t.Errorf("waited %s for the pending worker", waited)
@@ -346,25 +346,25 @@ func TestLateExtraLoadIsWaitedForAndCounted(t *testing.T) {
 	d.c.obs.Observe(pending)
 	d.c.obs.ObserveDeleted(cache.DeletedFinalStateUnknown{Key: "x", Obj: pending})
 	start = time.Now()
-	if err := d.c.waitWorkersDone(context.Background(), 30*time.Second); err != nil {
-		t.Fatal(err)
+	if r, err := d.c.waitWorkersDone(context.Background(), 30*time.Second); err != nil || !r.OK {
+		t.Fatalf("waitWorkersDone = %+v, %v; want workers-finish held", r, err)
 	}
 	if waited := time.Since(start); waited > 5*time.Second {
 		t.Errorf("waited %s for a deleted pod", waited)
 	}
 
-	// A worker still active at the end of the wait: the loads cannot be
-	// counted, so the case is an invalid run (an error), never judged.
+	// A worker still active at the end of the wait is the subject's
+	// fault: workers-finish fails, naming it, and the case is a fail
+	// (it was an invalid run, an error, before).
 	stuck := newScript(t, "recorded")
 	stuck.c.obs.Observe(pending)
-	err := stuck.c.waitWorkersDone(context.Background(), 300*time.Millisecond)
-	var invalid *invalidRunError
-	if !errors.As(err, &invalid) || !strings.Contains(err.Error(), "worker pods still active 300ms after the timeline") ||
-		!strings.Contains(err.Error(), "Load dummy, Pending") {
-		t.Errorf("waitWorkersDone with a stuck worker = %v, want an invalid run naming it", err)
+	r, err := stuck.c.waitWorkersDone(context.Background(), 300*time.Millisecond)
+	if err != nil {
+		t.Fatalf("waitWorkersDone with a stuck worker: error %v, want a failed assertion", err)
 	}
-	if d := decide("s", "bootid", Expectation{Outcome: Pass}, nil, err); d.Verdict != Error || !strings.HasPrefix(d.Message, "invalid run: worker pods still active") {
-		t.Errorf("judged %s: %s", d.Verdict, d.Message)
+	wantFail(t, r, "1 worker pod(s) still not ended 300ms after the timeline: kmm-worker-n0-dummy (Load dummy, Pending)")
+	if d := decide("s", "bootid", Expectation{Outcome: Pass}, []AssertionResult{r}, nil); d.Verdict != Fail || !strings.HasPrefix(d.Message, "workers-finish: ") {
+		t.Errorf("judged %s: %s; want fail through workers-finish", d.Verdict, d.Message)
 	}
 }
 

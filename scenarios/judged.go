@@ -23,6 +23,7 @@ const (
 	AssertNoExtraWork     = judging.AssertNoExtraWork
 	AssertConsistency     = judging.AssertConsistency
 	AssertStatusAfterLoad = judging.AssertStatusAfterLoad
+	AssertWorkersFinish   = judging.AssertWorkersFinish
 )
 
 // Prerequisites and Judged: see judging.

@@ -189,6 +189,7 @@ func (c *caseRun) finalChecks(ctx context.Context, aborted bool) error {
 	}
 	c.checkPrecondition()
 	c.checkReload()
+	c.noteFailedResults()
 	// The subject's status settles first (it gets SettleTimeout to write
 	// it, unless the case failed already); only then is its work counted,
 	// so that a load it makes on its way to that status (a second loader
@@ -199,19 +200,21 @@ func (c *caseRun) finalChecks(ctx context.Context, aborted bool) error {
 	}
 	// Work the subject started is judged too: a load it asked for must
 	// not go unseen because its pod had not run yet (a node that just
-	// came back may take a while to start pods).
-	workersErr := c.waitWorkersDone(ctx, c.s.Deadline.Resolve(c.grace))
+	// came back may take a while to start pods), and a worker that never
+	// ends is the subject's failure (workers-finish).
+	workers, err := c.waitWorkersDone(ctx, c.s.Deadline.Resolve(c.grace))
+	if err != nil {
+		return err
+	}
 	if err := c.subjectErr(); err != nil {
 		return err
 	}
-	if workersErr != nil {
-		return workersErr
-	}
 	c.checkExtraWork()
-	c.results = append(c.results, consistency)
+	c.results = append(c.results, consistency, workers)
+	c.noteFailedResults()
 	c.judgedAt = time.Now()
 	if err := c.subjectErr(); err != nil {
 		return err
 	}
-	return c.checkUnplanned(c.rebootMetrics())
+	return c.checkUnplanned(c.unplannedBefore(c.rebootMetrics(), c.failureTime()))
 }

@@ -20,6 +20,22 @@ func (c *caseRun) rebootMetrics() []RebootMetric {
 
 // checkUnplanned makes a no-reboot control with a reboot nobody asked
 // for an invalid run (judging.Unplanned).
+// unplannedBefore keeps the reboots that began before failedAt (all of
+// them when it is zero): a reboot nobody asked for after an assertion
+// failed cannot have caused the failure, which stands.
+func (c *caseRun) unplannedBefore(reboots []RebootMetric, failedAt time.Time) []RebootMetric {
+	if failedAt.IsZero() {
+		return reboots
+	}
+	var out []RebootMetric
+	for _, m := range reboots {
+		if m.Planned || c.start.Add(time.Duration(m.StartMS)*time.Millisecond).Before(failedAt) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 func (c *caseRun) checkUnplanned(reboots []RebootMetric) error {
 	if msg := judging.Unplanned(c.s.Labels, reboots); msg != "" {
 		return &invalidRunError{msg}

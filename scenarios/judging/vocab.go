@@ -37,6 +37,10 @@ const (
 	// AssertStatusAfterLoad: no status claim leads the kernel (see
 	// JudgeStatusAfterLoad).
 	AssertStatusAfterLoad = "status-after-load"
+	// AssertWorkersFinish: every worker pod the subject made ended
+	// (Succeeded, Failed or deleted) within the scenario's deadline after
+	// the timeline (see JudgeWorkersFinish).
+	AssertWorkersFinish = "workers-finish"
 )
 
 // Prerequisites are the assertions about the state a case must reach
@@ -45,7 +49,8 @@ var Prerequisites = []string{AssertInitialLoad, AssertWorker}
 
 // Judged lists the assertions a subject can fail through: a violated
 // precondition makes the run invalid (an error), never a failure.
-var Judged = []string{AssertInitialLoad, AssertWorker, AssertReload, AssertNoExtraWork, AssertConsistency, AssertStatusAfterLoad}
+var Judged = []string{AssertInitialLoad, AssertWorker, AssertReload, AssertNoExtraWork, AssertConsistency, AssertStatusAfterLoad,
+	AssertWorkersFinish}
 
 // Precondition is what a scenario claims about the nodes' Ready
 // condition, which the precondition assertion checks: that the run
