@@ -131,6 +131,8 @@ func runMutate(ctx context.Context, s Streams, mo mutateOptions, verbosity int) 
 	}
 	fmt.Fprintf(s.Out, "%s\nmutation report: %s\n", rep.Headline(), filepath.Join(dir, mutate.ReportMDFile))
 	switch {
+	case ctx.Err() != nil:
+		return failure(fmt.Errorf("interrupted: %w", ctx.Err()))
 	case err != nil:
 		return failure(err)
 	case !rep.OK(mo.minScore):
@@ -274,6 +276,11 @@ func (rc *runContext) mutate(ctx context.Context, mo mutateOptions, set *mutate.
 func progressLine(r mutate.Result) string {
 	line := fmt.Sprintf("mutant %d %s: %s %s", r.ID, r.Status, r.Where(), r.Change())
 	switch {
+	case r.Unreached:
+		line += " — no scenario runs this code"
+		if r.Triage != "" {
+			line += " (" + r.Triage + ")"
+		}
 	case r.KilledBy != nil:
 		line += fmt.Sprintf(" — killed by %s through %s", r.KilledBy.Scenario, strings.Join(r.KilledBy.Failed, ", "))
 	case r.Status == mutate.Mislabelled || r.Status == mutate.NotJudged:

@@ -93,6 +93,27 @@ var (
 		"e2e-libvirt.steps[give-back].after-failure":     "runs",
 		"e2e-libvirt.steps[publish].after-failure":       "runs",
 	}
+	// mutate.yaml on push and pull_request: a sample of 12 mutants chosen
+	// by the commit, the report published; not every mutant.
+	mutateSampleFacts = map[string]string{
+		"mutate-sample":                                "runs",
+		"mutate-sample.runs-on":                        "ubuntu-24.04",
+		"mutate-sample.steps[mutate]":                  "runs",
+		"mutate-sample.steps[publish].after-failure":   "runs",
+		"mutate-sample.steps[publish].with.report-dir": "_output/mutate",
+		"mutate-sample.steps[publish].with.summary":    "_output/mutate/mutate.md",
+		"mutate": "skipped",
+	}
+	// mutate.yaml on schedule and workflow_dispatch: every mutant (or the
+	// dispatch's sample), the report published.
+	mutateAllFacts = map[string]string{
+		"mutate-sample":                         "skipped",
+		"mutate":                                "runs",
+		"mutate.steps[mutate]":                  "runs",
+		"mutate.steps[publish].after-failure":   "runs",
+		"mutate.steps[publish].with.summary":    "_output/mutate/mutate.md",
+		"mutate.steps[publish].with.report-dir": "_output/mutate",
+	}
 	actionFacts = map[string]string{
 		"self-test": "runs",
 		"self-test.steps[bootproof].with.subject-file":                                              "examples/subjects/bootproof-bootid.yaml",
@@ -122,6 +143,11 @@ var rows = []row{
 	{"e2e.yaml", Event{Name: "workflow_dispatch", Inputs: map[string]string{"libvirt-label": "vm-smoke"}}, facts(e2eSelfHostedFacts, map[string]string{
 		"e2e-libvirt.env.LIBVIRT_LABEL": "vm-smoke",
 	})},
+	{"mutate.yaml", Event{Name: "push"}, mutateSampleFacts},
+	{"mutate.yaml", Event{Name: "pull_request"}, mutateSampleFacts},
+	{"mutate.yaml", Event{Name: "schedule"}, facts(mutateAllFacts, map[string]string{"mutate.env.MUTATE_SAMPLE": "0"})},
+	{"mutate.yaml", Event{Name: "workflow_dispatch"}, facts(mutateAllFacts, map[string]string{"mutate.env.MUTATE_SAMPLE": "0"})},
+	{"mutate.yaml", Event{Name: "workflow_dispatch", Inputs: map[string]string{"sample": "40"}}, facts(mutateAllFacts, map[string]string{"mutate.env.MUTATE_SAMPLE": "40"})},
 	{"action.yaml", Event{Name: "pull_request"}, actionFacts},
 	{"action.yaml", Event{Name: "workflow_dispatch"}, actionFacts},
 	// release.yaml on a tag: build with the tag as the version, publish.
