@@ -57,8 +57,8 @@ stops at its first kill. A survivor must be explained by the triage file
 (--triage), which says why it is equivalent. Writes mutate.md and
 mutate.json to --report-dir.
 
-Exit code 0: no survivor without a triage entry, nothing mislabelled, and a
-score of at least --min-score; 1: otherwise; 2: a usage error; 3: the
+Exit code 0: no survivor without a triage entry, nothing mislabelled, and,
+when every mutant was judged, a score of at least --min-score; 1: otherwise; 2: a usage error; 3: the
 unmutated reconciler fails the catalog, the run was interrupted or could
 not start.`,
 		Args: cobra.NoArgs,
@@ -130,14 +130,21 @@ func runMutate(ctx context.Context, s Streams, mo mutateOptions, verbosity int) 
 		return failure(fmt.Errorf("mutation report: %w", werr))
 	}
 	fmt.Fprintf(s.Out, "%s\nmutation report: %s\n", rep.Headline(), filepath.Join(dir, mutate.ReportMDFile))
+	minScore := mo.minScore
+	if len(todo) < len(set.Mutants) {
+		// A sample's score says little of the whole: it must only have
+		// every mutant killed or explained.
+		minScore = 0
+		fmt.Fprintf(s.Out, "%d of %d mutants judged: --min-score (%.0f %%) applies to a run of every mutant\n", len(todo), len(set.Mutants), mo.minScore)
+	}
 	switch {
 	case ctx.Err() != nil:
 		return failure(fmt.Errorf("interrupted: %w", ctx.Err()))
 	case err != nil:
 		return failure(err)
-	case !rep.OK(mo.minScore):
+	case !rep.OK(minScore):
 		return withCode(ExitFailed, fmt.Errorf("mutation: %s (at least %.0f %% required, no survivor unexplained, none mislabelled); see %s",
-			rep.Headline(), mo.minScore, filepath.Join(dir, mutate.ReportMDFile)))
+			rep.Headline(), minScore, filepath.Join(dir, mutate.ReportMDFile)))
 	}
 	return nil
 }
@@ -247,7 +254,7 @@ func (rc *runContext) mutate(ctx context.Context, mo mutateOptions, set *mutate.
 	var mu sync.Mutex
 	done := 0
 	cfg := mutate.Config{Set: set, Triage: triage, Mutants: todo, Cluster: cl, Backend: nodes, Scenarios: rc.plan.scenarios,
-		Module: set.Module, CoverPackages: set.Packages,
+		Module: set.Module, CoverPackages: set.Packages, CoverageOut: filepath.Join(dir, mutate.CoverageFile),
 		RunID: run.ID, Parallel: mo.parallel, NodeBudget: mo.nodes, LogDir: filepath.Join(dir, "logs"),
 		Builder: &mutate.Builder{Set: set, WorkDir: work, Nice: 10},
 		Progress: func(r mutate.Result) {

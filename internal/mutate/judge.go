@@ -104,9 +104,11 @@ type Config struct {
 	// of every mutant not killed.
 	LogDir string
 	// Module is the module's path (the coverage profile names files by
-	// it); CoverPackages the import paths whose coverage is measured.
+	// it); CoverPackages the import paths whose coverage is measured;
+	// CoverageOut, when set, receives the baseline's coverage profile.
 	Module        string
 	CoverPackages []string
+	CoverageOut   string
 	// Progress hears of each mutant's result as it comes.
 	Progress func(Result)
 }
@@ -215,7 +217,20 @@ func (j *judge) baseline(ctx context.Context) (Baseline, error) {
 	if b.Coverage, err = ReadCoverage(ctx, covDir, j.cfg.Module); err != nil {
 		return b, fmt.Errorf("coverage of the unmutated reconciler: %w", err)
 	}
+	if j.cfg.CoverageOut != "" {
+		if err := copyFile(filepath.Join(covDir, "profile.txt"), j.cfg.CoverageOut); err != nil {
+			return b, fmt.Errorf("coverage of the unmutated reconciler: %w", err)
+		}
+	}
 	return b, nil
+}
+
+func copyFile(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o644)
 }
 
 // built is a mutant ready to judge, or why it is not.

@@ -16,6 +16,9 @@ import (
 const (
 	ReportJSONFile = "mutate.json"
 	ReportMDFile   = "mutate.md"
+	// CoverageFile is the unmutated reconciler's coverage profile in the
+	// catalog (go tool cover -html=coverage.txt shows it).
+	CoverageFile = "coverage.txt"
 )
 
 // Report is a mutation run, judged.
