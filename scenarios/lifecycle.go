@@ -61,6 +61,19 @@ func (c *caseRun) run(ctx context.Context) (retErr error) {
 	return c.finalChecks(ctx, aborted)
 }
 
+// watchQuiet watches the quiet window (reloadMeter.quiet), then waits
+// for the workers the subject started in it, which no-extra-work counts.
+func (c *caseRun) watchQuiet(ctx context.Context) (AssertionResult, error) {
+	deadline := c.s.Deadline.Resolve(c.grace)
+	q := c.reload.quiet(deadline)
+	c.obs.Action("", "", fmt.Sprintf("settled: watching %s for work in boots already loaded", HumanDuration(q)))
+	err := c.waitFor(ctx, q, func() error { return errNotYet })
+	if isFault(err) || ctx.Err() != nil {
+		return AssertionResult{}, err
+	}
+	return c.waitWorkersDone(ctx, deadline)
+}
+
 // newClients makes the clients a case uses: the engine's clients when a
 // test set them, else clients of rc.
 func (e *Engine) newClients(rc *rest.Config) (kubernetes.Interface, dynamic.Interface, error) {
@@ -205,6 +218,15 @@ func (c *caseRun) finalChecks(ctx context.Context, aborted bool) error {
 	workers, err := c.waitWorkersDone(ctx, c.s.Deadline.Resolve(c.grace))
 	if err != nil {
 		return err
+	}
+	// Settled, a correct subject does nothing more until the next boot:
+	// a quiet window shows one that loads again on its own (every few
+	// seconds, whatever the boot) in every scenario, however short. A
+	// case that failed already needs no more evidence.
+	if workers.OK && !c.failed() {
+		if workers, err = c.watchQuiet(ctx); err != nil {
+			return err
+		}
 	}
 	if err := c.subjectErr(); err != nil {
 		return err
