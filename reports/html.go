@@ -37,6 +37,8 @@ var page = template.Must(template.New("index").Funcs(template.FuncMap{
 	"latency":        func(ms int64, why string) latencyCell { return latencyCell{Value: ms, Why: why} },
 	"bound":          func(b *scenarios.ReloadBoundResult) string { return b.Format(FormatDuration) },
 	"join":           strings.Join,
+	// moreDetails: an assertion has evidence its message does not name.
+	"moreDetails": func(ds []scenarios.Detail) bool { return len(ds) > scenarios.DetailsShown },
 }).Parse(reportTemplate))
 
 // latencyCell is a figure of the reboot table: a duration, or Absent
