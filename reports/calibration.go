@@ -369,18 +369,24 @@ func WriteCalibration(dir string, r scenarios.Results, c CalibrationResult, gene
 // its calibration.json describes (its variants and listings) and writes
 // every report anew (after a change of the report code).
 func RewriteCalibration(dir string, r scenarios.Results, generated time.Time) (CalibrationResult, error) {
-	path := filepath.Join(dir, CalibrationJSONFile)
-	data, err := os.ReadFile(path)
+	old, err := ReadCalibration(dir)
 	if err != nil {
-		return CalibrationResult{}, err
-	}
-	var old CalibrationResult
-	if err := decodeJSON(path, data, &old); err != nil {
 		return CalibrationResult{}, err
 	}
 	c := Calibrate(r, old.Variants())
 	c.ListedOnly = old.ListedOnly
 	return c, WriteCalibration(dir, r, c, generated)
+}
+
+// ReadCalibration reads the calibration.json of dir.
+func ReadCalibration(dir string) (CalibrationResult, error) {
+	path := filepath.Join(dir, CalibrationJSONFile)
+	var c CalibrationResult
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return c, err
+	}
+	return c, decodeJSON(path, data, &c)
 }
 
 // writeCalibrationFiles writes calibration.json and calibration.md.
@@ -439,7 +445,7 @@ func VariantLine(r CalibrationRow) string {
 	if r.Kind == KindSlow {
 		fmt.Fprintf(&b, "%s (known good): passed %s", r.Variant, countOf(r.Scenarios, r.Runs, "scenario"))
 		if worst, bound, where := slowestMargin(r.Cells); worst >= 0 {
-			fmt.Fprintf(&b, "; closest reload %s of its wait's %s (%s)", FormatMS(worst), FormatMS(bound), where)
+			fmt.Fprintf(&b, "; closest reload %s against its wait's bound of %s (%s)", FormatMS(worst), FormatMS(bound), where)
 		}
 		writeShortfalls(&b, r)
 		return b.String()

@@ -155,7 +155,7 @@ func TestCalibrateFigures(t *testing.T) {
 	}
 	md := CalibrationMarkdown(c)
 	for _, s := range []string{"# bootproof calibration\n\n❌ ", "| s4 | ➕ | – | – | – |", "| s2 ⇄ | ❌ | ⚠️ | ⚠️ | – |", "| s1 | ✅ | ✅ | ✅ | · |",
-		"- ❌ a (known bad): caught in 2 of 3", "* s1, s2, s3 — through `fail:reload`: it can see it", "slow (known good): passed 1 of 3 scenarios; closest reload 700 ms of its wait's 5.0 s (s1)"} {
+		"- ❌ a (known bad): caught in 2 of 3", "* s1, s2, s3 — through `fail:reload`: it can see it", "slow (known good): passed 1 of 3 scenarios; closest reload 700 ms against its wait's bound of 5.0 s (s1)"} {
 		if !strings.Contains(md, s) {
 			t.Errorf("calibration.md lacks %q:\n%s", s, md)
 		}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -232,7 +233,20 @@ func calibrationVariants(files []*subject.File) ([]reports.CalibrationVariant, e
 		}
 		out = append(out, v)
 	}
+	// Known-bad variants first, then the known-good ones, each in the
+	// files' order.
+	slices.SortStableFunc(out, func(a, b reports.CalibrationVariant) int {
+		return cmp.Compare(kindOrder(a.Kind), kindOrder(b.Kind))
+	})
 	return out, nil
+}
+
+// kindOrder ranks a variant kind for the report: known bad first.
+func kindOrder(kind string) int {
+	if kind == reports.KindDefect {
+		return 0
+	}
+	return 1
 }
 
 // calibration judges res as the calibration of the run's files.
