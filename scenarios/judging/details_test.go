@@ -162,3 +162,16 @@ func TestWorkerWaitDetails(t *testing.T) {
 		t.Errorf("details %+v", a.Details)
 	}
 }
+
+// A reboot storm of 50 nodes none of which loaded its module again: the
+// reload assertion's message names how many nodes and the first three
+// with their evidence; Details holds all fifty.
+func ExampleSummarize_rebootStorm() {
+	f, r, _ := storm(50)
+	a := JudgeReload(f, r)
+	fmt.Println(a.Message)
+	fmt.Println(len(a.Details), "details, the last:", a.Details[len(a.Details)-1].Node+":", a.Details[len(a.Details)-1].Evidence)
+	// Output:
+	// 50 module(s) not reloaded within 5s (the reload bound) in actions[2] wait-reloaded (line 16) on 50 nodes: node bp-storm-0: module dummy not loaded in boot b0 (last state: Ready=True boot=b0); node bp-storm-1: module dummy not loaded in boot b1 (last state: Ready=True boot=b1); node bp-storm-2: module dummy not loaded in boot b2 (last state: Ready=True boot=b2); and 47 more, every one in results.json
+	// 50 details, the last: bp-storm-49: module dummy not loaded in boot b49 (last state: Ready=True boot=b49)
+}
