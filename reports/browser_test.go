@@ -129,36 +129,13 @@ func TestReportInChromium(t *testing.T) {
 	if err := Write(dir, r, time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC)); err != nil {
 		t.Fatal(err)
 	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.Headless, chromedp.NoSandbox,
-		chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true), chromedp.UserDataDir(t.TempDir()),
-		// Chromium's own temporary files (its singleton socket directory,
-		// org.chromium.Chromium.*, which it leaves when it is stopped) go
-		// where the test removes them, not into the machine's /tmp.
-		chromedp.Env("TMPDIR="+t.TempDir()),
-		chromedp.WindowSize(1280, 1000))
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	ctx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	ctx, cancelTab := chromedp.NewContext(ctx)
-	defer cancelTab()
-
-	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+filepath.Join(dir, HTMLFile)), chromedp.WaitVisible(chromedp.CSS("#matrix"))); err != nil {
-		t.Fatalf("chromium (%s): %v", browser, err)
-	}
+	ctx := openInChromium(t, browser, filepath.Join(dir, HTMLFile), "#matrix")
 	facts, err := chromedp.Run(ctx, chromedp.Evaluate[pageFacts](factsJS))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d := os.Getenv(envScreenshotDir); d != "" {
-		shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-		if err == nil {
-			err = os.WriteFile(filepath.Join(d, "report.png"), shot, 0o644)
-		}
-		if err != nil {
-			t.Error(err)
-		}
+		screenshot(ctx, t, filepath.Join(d, "report.png"))
 	}
 	checkPageText(t, facts, r)
 	checkMatrix(t, facts)
@@ -177,6 +154,43 @@ func TestReportInChromium(t *testing.T) {
 	}
 	if len(opened.Details) == 0 || !opened.Details[0].Open || !opened.Details[0].BodyVisible {
 		t.Errorf("a click on the message's first line did not open it: %+v", opened.Details)
+	}
+}
+
+// openInChromium opens the page at path in a headless Chromium of its
+// own (a fresh profile, no network services) and waits until the
+// element sel is visible; the browser stops with the test.
+func openInChromium(t *testing.T, browser, path, sel string) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.Headless, chromedp.NoSandbox,
+		chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true), chromedp.UserDataDir(t.TempDir()),
+		// Chromium's own temporary files (its singleton socket directory,
+		// org.chromium.Chromium.*, which it leaves when it is stopped) go
+		// where the test removes them, not into the machine's /tmp.
+		chromedp.Env("TMPDIR="+t.TempDir()),
+		chromedp.WindowSize(1280, 1000))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	ctx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancelTab := chromedp.NewContext(ctx)
+	t.Cleanup(cancelTab)
+	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+path), chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
+		t.Fatalf("chromium (%s): %v", browser, err)
+	}
+	return ctx
+}
+
+// screenshot writes the whole page as a PNG to path.
+func screenshot(ctx context.Context, t *testing.T, path string) {
+	t.Helper()
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err == nil {
+		err = os.WriteFile(path, shot, 0o644)
+	}
+	if err != nil {
+		t.Error(err)
 	}
 }
 
@@ -260,5 +274,178 @@ func checkMessagesAndAbsent(t *testing.T, facts pageFacts) {
 		if a.Text != Absent || a.Title == "" {
 			t.Errorf("absent figure %q with reason %q", a.Text, a.Title)
 		}
+	}
+}
+
+// calibrationFacts is what TestCalibrationInChromium reads from the page.
+type calibrationFacts struct {
+	Title    string `json:"title"`
+	Heading  string `json:"heading"`
+	Headline struct {
+		Text string `json:"text"`
+		Bad  bool   `json:"bad"`
+	} `json:"headline"`
+	Figures []string `json:"figures"`
+	Lines   []struct {
+		Text string `json:"text"`
+		Bad  bool   `json:"bad"`
+	} `json:"lines"`
+	Columns []string `json:"columns"`
+	Cells   []struct {
+		Row        string   `json:"row"`
+		Class      string   `json:"class"`
+		Background string   `json:"background"`
+		Links      []string `json:"links"`
+		Glyphs     []string `json:"glyphs"`
+		Classes    []string `json:"classes"`
+		Colors     []string `json:"colors"`
+		Targets    []bool   `json:"targets"`
+	} `json:"cells"`
+	NotRun  int    `json:"notRun"`
+	RunView bool   `json:"runView"`
+	Top     string `json:"top"`
+	Scripts int    `json:"scripts"`
+}
+
+const calibrationJS = `(() => {
+  const q = (s, el) => [...(el || document).querySelectorAll(s)];
+  const h = document.querySelector('#calibration-headline');
+  const latency = document.querySelector('h2');
+  return {
+    title: document.title,
+    heading: document.querySelector('h1').innerText,
+    headline: {text: h.innerText, bad: h.classList.contains('bad')},
+    figures: q('#calibration-figures td').map(td => td.innerText),
+    lines: q('#variants li').map(li => ({text: li.innerText, bad: li.classList.contains('bad')})),
+    columns: q('#calibration-matrix tr:first-child th').slice(1).map(th => th.innerText),
+    cells: q('#calibration-matrix td.cal').map(td => ({
+      row: td.parentElement.firstElementChild.innerText,
+      class: td.classList[1], background: getComputedStyle(td).backgroundColor,
+      links: q('a', td).map(a => a.getAttribute('href')), glyphs: q('a', td).map(a => a.innerText),
+      classes: q('a', td).map(a => a.className), colors: q('a', td).map(a => getComputedStyle(a).color),
+      targets: q('a', td).map(a => !!document.getElementById(a.getAttribute('href').slice(1)))})),
+    notRun: q('#calibration-matrix td.notrun').length,
+    runView: !!document.querySelector('#summary, #matrix'),
+    top: [...document.body.children].slice(0, [...document.body.children].indexOf(latency)).map(e => e.innerText).join('\n'),
+    scripts: document.scripts.length,
+  };
+})()`
+
+// TestCalibrationInChromium renders a calibration's index.html in
+// headless Chromium and checks what a person sees first: the
+// calibration, not the run. Its headline and figures are the
+// calibration's, a line per variant marks the ones that fell short, and
+// the matrix has a cell per variant and scenario that ran, each in the
+// colour of its outcome, with a glyph that links to a case on the page;
+// the run's counts, summary lines and conformance matrix are not there.
+func TestCalibrationInChromium(t *testing.T) {
+	browser := findChromium(t)
+	dir := t.TempDir()
+	r := calibrationRun()
+	c := Calibrate(r, calibrationVariants())
+	if err := WriteCalibration(dir, r, c, time.Date(2026, 12, 6, 1, 2, 3, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	ctx := openInChromium(t, browser, filepath.Join(dir, HTMLFile), "#calibration-matrix")
+	facts, err := chromedp.Run(ctx, chromedp.Evaluate[calibrationFacts](calibrationJS))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := os.Getenv(envScreenshotDir); d != "" {
+		screenshot(ctx, t, filepath.Join(d, "calibration.png"))
+	}
+	if facts.Title != "bootproof calibration" || facts.Heading != "bootproof calibration" || facts.Scripts != 0 {
+		t.Errorf("title %q, heading %q, %d scripts", facts.Title, facts.Heading, facts.Scripts)
+	}
+	if !strings.Contains(facts.Headline.Text, CalibrationHeadline(c)) || facts.Headline.Bad == c.OK() {
+		t.Errorf("headline %+v, want %q marked bad=%v", facts.Headline, CalibrationHeadline(c), !c.OK())
+	}
+	wantFigures := []string{c.VariantsCaught.String(), c.VariantsPassed.String(), c.Sensitivity.String(), c.Specificity.String()}
+	if !slices.Equal(facts.Figures, wantFigures) {
+		t.Errorf("figures %q, want %q", facts.Figures, wantFigures)
+	}
+	if len(facts.Lines) != len(c.Rows) {
+		t.Fatalf("%d variant lines, want %d", len(facts.Lines), len(c.Rows))
+	}
+	for i, row := range c.Rows {
+		if l := facts.Lines[i]; l.Text != VariantLine(row) || l.Bad == row.Full() {
+			t.Errorf("variant line %+v, want %q marked bad=%v", l, VariantLine(row), !row.Full())
+		}
+	}
+	if facts.RunView || regexp.MustCompile(`\d+ passed, \d+ failed`).MatchString(facts.Top) {
+		t.Errorf("the calibration's page opens with the run's summary (summary or matrix shown: %v):\n%s", facts.RunView, facts.Top)
+	}
+	checkCalibrationCells(t, facts, c)
+}
+
+// checkCalibrationCells: one cell per variant x scenario that ran (the
+// others "not run"), each run a glyph of its outcome linking to its
+// case, and a colour per outcome, none shared.
+func checkCalibrationCells(t *testing.T, facts calibrationFacts, c CalibrationResult) {
+	t.Helper()
+	runs, pairs := 0, map[string]bool{}
+	for _, r := range c.Rows {
+		for _, cell := range r.Cells {
+			runs++
+			pairs[r.Variant+"/"+cell.Scenario] = true
+		}
+	}
+	scen := map[string]bool{}
+	for _, r := range c.Rows {
+		for _, cell := range r.Cells {
+			scen[cell.Scenario] = true
+		}
+	}
+	if len(facts.Cells) != len(pairs) || facts.NotRun != len(scen)*len(c.Rows)-len(pairs) {
+		t.Errorf("%d cells and %d not run, want %d and %d", len(facts.Cells), facts.NotRun, len(pairs), len(scen)*len(c.Rows)-len(pairs))
+	}
+	bg, fg := map[string]string{}, map[string]string{}
+	links := 0
+	for _, cell := range facts.Cells {
+		for i, href := range cell.Links {
+			links++
+			if !cell.Targets[i] {
+				t.Errorf("row %s: link %s goes nowhere on the page", cell.Row, href)
+			}
+			class := cell.Classes[i]
+			k := slices.IndexFunc(cellOutcomes, func(o string) bool { return CellClass(o) == class })
+			if k < 0 || cell.Glyphs[i] != CellGlyph(cellOutcomes[k]) {
+				t.Errorf("row %s: a run of class %q shows %q", cell.Row, class, cell.Glyphs)
+			}
+		}
+		if prev, ok := bg[cell.Class]; ok && prev != cell.Background {
+			t.Errorf("%s cells in two colours: %s, %s", cell.Class, prev, cell.Background)
+		}
+		bg[cell.Class] = cell.Background
+		if len(cell.Links) == 1 {
+			fg[cell.Classes[0]] = cell.Colors[0]
+		}
+	}
+	if links != runs {
+		t.Errorf("%d links in the matrix, want one per run (%d)", links, runs)
+	}
+	for _, o := range []string{CellCaught, CellMissed, CellNoVerdict, CellExtraCatch, CellNotListed, CellFailed} {
+		if _, ok := bg[CellClass(o)]; !ok {
+			t.Errorf("no %s cell in the matrix", o)
+		}
+	}
+	// Caught and passed share a look (the truth met), and so do missed
+	// and failed (the truth not met); every other outcome has a
+	// background of its own.
+	seen := map[string]string{}
+	for class, colour := range bg {
+		switch class {
+		case CellClass(CellPassed):
+			class = CellClass(CellCaught)
+		case CellClass(CellFailed):
+			class = CellClass(CellMissed)
+		}
+		if other, ok := seen[colour]; (ok && other != class) || colour == "rgba(0, 0, 0, 0)" {
+			t.Errorf("cells %s and %s share the colour %q", class, other, colour)
+		}
+		seen[colour] = class
+	}
+	if fg[CellClass(CellCaught)] == fg[CellClass(CellMissed)] {
+		t.Errorf("caught and missed glyphs share the colour %q", fg[CellClass(CellCaught)])
 	}
 }

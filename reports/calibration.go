@@ -2,30 +2,35 @@ package reports
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/bootproof/bootproof/scenarios"
 )
 
-// Files of a calibration run ('bootproof calibrate').
+// Files of a calibration run ('bootproof calibrate'), beside the run's
+// own reports; its index.html shows the calibration (WriteCalibration).
 const (
 	CalibrationJSONFile = "calibration.json"
 	CalibrationMDFile   = "calibration.md"
 )
 
-// Calibration kinds and how a listed scenario catches a defect.
+// Calibration kinds: a known-bad variant (one seeded defect) or a
+// known-good one that is merely slow.
 const (
-	KindDefect            = "defect"
-	KindSlow              = "slow"
-	CaughtExpectedFailure = "expected-failure"
-	CaughtNotPass         = "not-pass"
+	KindDefect = "defect"
+	KindSlow   = "slow"
 )
 
 // Cell outcomes of a calibration run.
 const (
-	// A known-bad variant in a scenario listed as able to see its defect.
+	// A known-bad variant in a scenario listed as able to see its defect:
+	// caught when the case failed through the assertion the listing
+	// names (its verdict a pass: failed as expected); missed when it
+	// passed, or failed only through other assertions.
 	CellCaught = "caught"
 	CellMissed = "missed"
 	// A known-bad variant in a scenario not listed: the defect showed
@@ -35,10 +40,27 @@ const (
 	// A known-good variant.
 	CellPassed = "passed"
 	CellFailed = "failed"
-	// A case that gave no verdict (error or skipped): a miss for a listed
-	// scenario, a failure for a good variant.
+	// A case that gave no verdict (error or skipped): never a catch. A
+	// miss in a listed scenario, a failure of a known-good variant,
+	// neither elsewhere.
 	CellNoVerdict = "no verdict"
 )
+
+// ListedScenario is a scenario a known-bad variant's file lists as able
+// to see its defect (calibration.sees).
+type ListedScenario struct {
+	Scenario string `json:"scenario"`
+	// Expect is what the defect must be caught through (fail:reload),
+	// Assertions its assertions.
+	Expect     string   `json:"expect"`
+	Assertions []string `json:"assertions"`
+	// Why the scenario can see the defect.
+	Why string `json:"why"`
+	// ControlsInterleaving: the scenario's timeline orders the subject
+	// against the nodes (scenarios.Scenario.ControlsInterleaving), so
+	// the catch does not hang on timing.
+	ControlsInterleaving bool `json:"controls_interleaving"`
+}
 
 // CalibrationVariant is one calibration subject, as the report needs it.
 type CalibrationVariant struct {
@@ -49,23 +71,33 @@ type CalibrationVariant struct {
 	Kind    string `json:"kind"`
 	Summary string `json:"summary"`
 	File    string `json:"file"`
-	// CaughtWhen is CaughtExpectedFailure or CaughtNotPass.
-	CaughtWhen string `json:"caught_when,omitempty"`
-	// Listed says whether a scenario is listed as able to see the defect,
-	// and then the expectation and the reason.
-	Listed func(scenario string) (expect, why string, ok bool) `json:"-"`
+	// Listed, for a known-bad variant, is every scenario of the catalog
+	// its file lists, whether it ran or not, in the catalog's order.
+	Listed []ListedScenario `json:"listed,omitempty"`
+}
+
+// listing returns the listing of scenario, if any.
+func (v CalibrationVariant) listing(scenario string) (ListedScenario, bool) {
+	i := slices.IndexFunc(v.Listed, func(l ListedScenario) bool { return l.Scenario == scenario })
+	if i < 0 {
+		return ListedScenario{}, false
+	}
+	return v.Listed[i], true
 }
 
 // CalibrationCell is one case of a calibration run.
 type CalibrationCell struct {
 	Scenario string `json:"scenario"`
 	Attempt  int    `json:"attempt,omitempty"`
-	// Listed, Expect and Why: the scenario is listed as able to see the
-	// defect, through Expect, for the reason Why.
-	Listed   bool   `json:"listed"`
-	Expect   string `json:"expect,omitempty"`
-	Why      string `json:"why,omitempty"`
-	Observed string `json:"observed"`
+	// Case is the case's index in results.json (index.html#case-<i>).
+	Case int `json:"case"`
+	// Listed, Expect, Why and ControlsInterleaving: the scenario is
+	// listed as able to see the defect (ListedScenario).
+	Listed               bool   `json:"listed"`
+	Expect               string `json:"expect,omitempty"`
+	Why                  string `json:"why,omitempty"`
+	ControlsInterleaving bool   `json:"controls_interleaving,omitempty"`
+	Observed             string `json:"observed"`
 	// Failed lists the assertions the case failed.
 	Failed  []string `json:"failed,omitempty"`
 	Verdict string   `json:"verdict"`
@@ -78,11 +110,35 @@ type CalibrationCell struct {
 	BoundMS         int64 `json:"bound_ms"`
 }
 
-// CalibrationRow is one variant's cells.
+// CalibrationRow is one variant's cells and figures.
 type CalibrationRow struct {
 	CalibrationVariant
 	Cells []CalibrationCell `json:"cells"`
+	// Scenarios: a known-bad variant's listed scenarios that ran, and how
+	// many caught the defect in every run; a known-good variant's
+	// scenarios, and how many it passed in every run.
+	Scenarios Ratio `json:"scenarios"`
+	// Runs is the same over cells (each run of each scenario).
+	Runs Ratio `json:"runs"`
+	// NotRun are the listed scenarios with no cell: not selected
+	// (calibrate --scenario), or the run was interrupted.
+	NotRun []string `json:"not_run,omitempty"`
+	// Interleaving are the listed scenarios that ran and control the
+	// interleaving; InterleavingCaught those of them that caught the
+	// defect in every run.
+	Interleaving       []string `json:"interleaving,omitempty"`
+	InterleavingCaught int      `json:"interleaving_caught"`
 }
+
+// Counted reports whether the row has a cell that counts in its figure:
+// a listed scenario that ran (known bad), a case (known good).
+func (r CalibrationRow) Counted() bool { return r.Runs.Total > 0 }
+
+// Full reports whether the variant's truth was met in every cell that
+// counts, and at least one did: a known-bad variant caught in every run
+// of every listed scenario that ran, a known-good one passing every
+// case.
+func (r CalibrationRow) Full() bool { return r.Runs.Full() }
 
 // Ratio is a count over a total.
 type Ratio struct {
@@ -102,18 +158,35 @@ func (r Ratio) Percent() float64 {
 func (r Ratio) Full() bool { return r.Total > 0 && r.Count == r.Total }
 
 func (r Ratio) String() string {
+	if r.Total == 0 {
+		return "not measured (none ran)"
+	}
 	return fmt.Sprintf("%.0f %% (%d of %d)", r.Percent(), r.Count, r.Total)
 }
 
 // CalibrationResult is a calibration run judged.
 type CalibrationResult struct {
-	// Sensitivity: listed scenarios in which a known-bad variant was
-	// caught, over all listed scenarios of all known-bad variants.
+	// VariantsCaught: known-bad variants caught in every run of every
+	// listed scenario that ran, over the known-bad variants.
+	VariantsCaught Ratio `json:"variants_caught"`
+	// VariantsPassed: known-good variants that passed every case, over
+	// the known-good variants.
+	VariantsPassed Ratio `json:"variants_passed"`
+	// Sensitivity: listed cells (a known-bad variant in a listed
+	// scenario, each run) that caught the defect, over all listed cells
+	// that ran.
 	Sensitivity Ratio `json:"sensitivity"`
 	// Specificity: known-good variants' cases that passed, over all.
 	Specificity Ratio `json:"specificity"`
 	// ExtraCatches counts known-bad cases caught in a scenario not listed.
 	ExtraCatches int `json:"extra_catches"`
+	// NotRun counts listed scenarios of the known-bad variants that did
+	// not run (CalibrationRow.NotRun).
+	NotRun int `json:"not_run"`
+	// NoCells names the variants with no cell that counts (see
+	// CalibrationRow.Counted): a calibration that measured nothing of
+	// them is an error, never a silent zero.
+	NoCells []string `json:"no_cells,omitempty"`
 	// ListedOnly: the known-bad variants ran only in their listed
 	// scenarios (calibrate --listed-only), so catches elsewhere were not
 	// looked for; both ratios are measured as without it.
@@ -121,8 +194,22 @@ type CalibrationResult struct {
 	Rows       []CalibrationRow `json:"variants"`
 }
 
-// OK reports sensitivity and specificity both 100 %.
-func (c CalibrationResult) OK() bool { return c.Sensitivity.Full() && c.Specificity.Full() }
+// OK reports a calibration that measured every variant and found each
+// as its truth says: every known-bad variant caught in every listed
+// scenario that ran, every known-good one passing every case.
+func (c CalibrationResult) OK() bool {
+	return len(c.NoCells) == 0 && len(c.Rows) > 0 &&
+		c.VariantsCaught.Count == c.VariantsCaught.Total && c.VariantsPassed.Count == c.VariantsPassed.Total
+}
+
+// Variants returns the variants the result was computed for.
+func (c CalibrationResult) Variants() []CalibrationVariant {
+	out := make([]CalibrationVariant, 0, len(c.Rows))
+	for _, r := range c.Rows {
+		out = append(out, r.CalibrationVariant)
+	}
+	return out
+}
 
 // Calibrate judges res, a run of the calibration variants, against what
 // each variant's truth is.
@@ -130,34 +217,93 @@ func Calibrate(res scenarios.Results, variants []CalibrationVariant) Calibration
 	var out CalibrationResult
 	for _, v := range variants {
 		row := CalibrationRow{CalibrationVariant: v}
-		for _, c := range res.Cases {
-			if c.Subject != v.Subject {
-				continue
+		for i, c := range res.Cases {
+			if c.Subject == v.Subject {
+				row.Cells = append(row.Cells, calibrationCell(v, i, c))
 			}
-			cell := calibrationCell(v, c)
+		}
+		row.figures()
+		for _, cell := range row.Cells {
 			switch cell.Outcome {
-			case CellCaught:
-				out.Sensitivity.Count++
-				out.Sensitivity.Total++
-			case CellMissed:
-				out.Sensitivity.Total++
-			case CellPassed:
-				out.Specificity.Count++
-				out.Specificity.Total++
-			case CellFailed:
-				out.Specificity.Total++
 			case CellExtraCatch:
 				out.ExtraCatches++
+			case CellCaught, CellPassed:
+				addRatio(&out.Sensitivity, &out.Specificity, v.Kind, true)
+			case CellMissed, CellFailed:
+				addRatio(&out.Sensitivity, &out.Specificity, v.Kind, false)
+			case CellNoVerdict:
+				if cell.Listed || v.Kind == KindSlow {
+					addRatio(&out.Sensitivity, &out.Specificity, v.Kind, false)
+				}
 			}
-			row.Cells = append(row.Cells, cell)
+		}
+		addRatio(&out.VariantsCaught, &out.VariantsPassed, v.Kind, row.Full())
+		out.NotRun += len(row.NotRun)
+		if !row.Counted() {
+			out.NoCells = append(out.NoCells, v.Variant)
 		}
 		out.Rows = append(out.Rows, row)
 	}
 	return out
 }
 
-func calibrationCell(v CalibrationVariant, c scenarios.CaseResult) CalibrationCell {
-	cell := CalibrationCell{Scenario: c.Scenario, Attempt: c.Attempt, Observed: c.Observed, Verdict: c.Verdict,
+// addRatio counts one more in defect's ratio (known bad) or slow's, and
+// in its count when ok.
+func addRatio(defect, slow *Ratio, kind string, ok bool) {
+	r := defect
+	if kind == KindSlow {
+		r = slow
+	}
+	r.Total++
+	if ok {
+		r.Count++
+	}
+}
+
+// figures computes the row's figures from its cells.
+func (r *CalibrationRow) figures() {
+	good := func(c CalibrationCell) bool { return c.Outcome == CellCaught || c.Outcome == CellPassed }
+	counts := func(c CalibrationCell) bool { return r.Kind == KindSlow || c.Listed }
+	var order []string
+	all := map[string]bool{}
+	for _, c := range r.Cells {
+		if !counts(c) {
+			continue
+		}
+		r.Runs.Total++
+		if good(c) {
+			r.Runs.Count++
+		}
+		if _, seen := all[c.Scenario]; !seen {
+			order = append(order, c.Scenario)
+			all[c.Scenario] = true
+		}
+		all[c.Scenario] = all[c.Scenario] && good(c)
+	}
+	for _, s := range order {
+		r.Scenarios.Total++
+		if all[s] {
+			r.Scenarios.Count++
+		}
+	}
+	for _, l := range r.Listed {
+		ran := slices.Contains(order, l.Scenario)
+		switch {
+		case !ran:
+			r.NotRun = append(r.NotRun, l.Scenario)
+		case l.ControlsInterleaving:
+			r.Interleaving = append(r.Interleaving, l.Scenario)
+			if all[l.Scenario] {
+				r.InterleavingCaught++
+			}
+		}
+	}
+}
+
+// calibrationCell judges case c, at index i of the results, for
+// variant v.
+func calibrationCell(v CalibrationVariant, i int, c scenarios.CaseResult) CalibrationCell {
+	cell := CalibrationCell{Scenario: c.Scenario, Attempt: c.Attempt, Case: i, Observed: c.Observed, Verdict: c.Verdict,
 		Message: c.Message, SlowestReloadMS: -1, BoundMS: -1}
 	worst := -1.0
 	for _, a := range c.Assertions {
@@ -173,99 +319,249 @@ func calibrationCell(v CalibrationVariant, c scenarios.CaseResult) CalibrationCe
 			}
 		}
 	}
-	noVerdict := c.Verdict == scenarios.Error || c.Verdict == scenarios.Skipped
+	// Observed error or skipped: the case was not judged on its
+	// assertions. (A case observed failing whose verdict is an error
+	// failed for the wrong reason: a miss, not a missing verdict.)
+	noVerdict := c.Observed != scenarios.Pass && c.Observed != scenarios.Fail
 	if v.Kind == KindSlow {
-		// No verdict (error, skipped) counts as a failure; the message
-		// says why.
-		cell.Outcome = CellFailed
-		if c.Verdict == scenarios.Pass && c.Observed == scenarios.Pass {
+		switch {
+		case noVerdict:
+			cell.Outcome = CellNoVerdict
+		case c.Verdict == scenarios.Pass && c.Observed == scenarios.Pass:
 			cell.Outcome = CellPassed
+		default:
+			cell.Outcome = CellFailed
 		}
 		return cell
 	}
-	if v.Listed != nil {
-		cell.Expect, cell.Why, cell.Listed = v.Listed(c.Scenario)
+	l, listed := v.listing(c.Scenario)
+	if listed {
+		cell.Listed, cell.Expect, cell.Why, cell.ControlsInterleaving = true, l.Expect, l.Why, l.ControlsInterleaving
 	}
-	caught := false
-	switch v.CaughtWhen {
-	case CaughtNotPass:
-		caught = c.Verdict == scenarios.Fail || c.Verdict == scenarios.Error
-	default:
-		caught = c.Verdict == scenarios.Pass && c.Observed == scenarios.Fail
-	}
+	// Caught: observed failing through an assertion the listing names,
+	// and so judged (a pass: failed as expected). Never an error.
+	through := c.Observed == scenarios.Fail && slices.ContainsFunc(cell.Failed, func(a string) bool { return slices.Contains(l.Assertions, a) })
 	switch {
-	case cell.Listed && caught:
+	case noVerdict:
+		cell.Outcome = CellNoVerdict
+	case listed && through && c.Verdict == scenarios.Pass:
 		cell.Outcome = CellCaught
-	case cell.Listed:
+	case listed:
 		cell.Outcome = CellMissed
 	case c.Observed == scenarios.Fail:
 		cell.Outcome = CellExtraCatch
-	case noVerdict:
-		cell.Outcome = CellNoVerdict
 	default:
 		cell.Outcome = CellNotListed
 	}
 	return cell
 }
 
-// WriteCalibration writes calibration.json and calibration.md into dir.
-func WriteCalibration(dir string, c CalibrationResult) error {
+// WriteCalibration writes every report of a calibration run into dir:
+// those of Write, but with an index.html that shows the calibration (its
+// figures, a line per variant and the matrix of variant x scenario)
+// above the cases, and calibration.json and calibration.md; junit.xml
+// last, as Write does.
+func WriteCalibration(dir string, r scenarios.Results, c CalibrationResult, generated time.Time) error {
+	return write(dir, r, generated, &c)
+}
+
+// RewriteCalibration judges the results in dir again as the calibration
+// its calibration.json describes (its variants and listings) and writes
+// every report anew (after a change of the report code).
+func RewriteCalibration(dir string, r scenarios.Results, generated time.Time) (CalibrationResult, error) {
+	old, err := ReadCalibration(dir)
+	if err != nil {
+		return CalibrationResult{}, err
+	}
+	c := Calibrate(r, old.Variants())
+	c.ListedOnly = old.ListedOnly
+	return c, WriteCalibration(dir, r, c, generated)
+}
+
+// ReadCalibration reads the calibration.json of dir.
+func ReadCalibration(dir string) (CalibrationResult, error) {
+	path := filepath.Join(dir, CalibrationJSONFile)
+	var c CalibrationResult
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return c, err
+	}
+	return c, decodeJSON(path, data, &c)
+}
+
+// writeCalibrationFiles writes calibration.json and calibration.md.
+func writeCalibrationFiles(dir string, c CalibrationResult) error {
 	if err := writeJSON(filepath.Join(dir, CalibrationJSONFile), c); err != nil {
 		return err
 	}
 	return writeFile(filepath.Join(dir, CalibrationMDFile), []byte(CalibrationMarkdown(c)), 0o644)
 }
 
-// CalibrationHeadline is the result in one line.
+// CalibrationHeadline is the result in one line: the variants as their
+// truth says, then the cells.
 func CalibrationHeadline(c CalibrationResult) string {
-	if c.ListedOnly {
-		return fmt.Sprintf("sensitivity %s, specificity %s; known-bad variants run only in their listed scenarios (--listed-only)", c.Sensitivity, c.Specificity)
+	var b strings.Builder
+	if len(c.NoCells) > 0 {
+		fmt.Fprintf(&b, "not calibrated: no cell that counts ran for %s; ", strings.Join(c.NoCells, ", "))
 	}
-	return fmt.Sprintf("sensitivity %s, specificity %s, %d extra catch(es) in scenarios not listed", c.Sensitivity, c.Specificity, c.ExtraCatches)
+	fmt.Fprintf(&b, "%s, %s; sensitivity %s, specificity %s",
+		variantsRatio(c.VariantsCaught, "known-bad", "caught in every listed scenario"), variantsRatio(c.VariantsPassed, "known-good", "passed every case"),
+		cellsRatio(c.Sensitivity, "listed cells"), cellsRatio(c.Specificity, "cases"))
+	if c.NotRun > 0 {
+		fmt.Fprintf(&b, "; %d listed scenario(s) not run", c.NotRun)
+	}
+	if c.ListedOnly {
+		b.WriteString("; known-bad variants run only in their listed scenarios (--listed-only)")
+	} else {
+		fmt.Fprintf(&b, "; %d extra catch(es) in scenarios not listed", c.ExtraCatches)
+	}
+	return b.String()
 }
 
-// CalibrationMarkdown renders the result: the headline, the matrix of
-// variant x scenario, then each known-bad variant's listed scenarios with
-// their reasons, each slow variant's margin, and every miss or failure.
+// variantsRatio says "10 of 10 known-bad variants caught ...", or that
+// none ran.
+func variantsRatio(r Ratio, kind, what string) string {
+	if r.Total == 0 {
+		return "no " + kind + " variant ran"
+	}
+	return fmt.Sprintf("%d of %d %s variants %s", r.Count, r.Total, kind, what)
+}
+
+// cellsRatio says "100 % (84 of 84 listed cells)", or that none ran.
+func cellsRatio(r Ratio, what string) string {
+	if r.Total == 0 {
+		return "not measured (no " + what + ")"
+	}
+	return fmt.Sprintf("%.0f %% (%d of %d %s)", r.Percent(), r.Count, r.Total, what)
+}
+
+// VariantLine says in a line how a variant came out: a known-bad one,
+// in how many of its listed scenarios it was caught, through which
+// assertions, whether any of them controls the interleaving, what was
+// missed and what did not run; a known-good one, how many scenarios it
+// passed and its closest reload.
+func VariantLine(r CalibrationRow) string {
+	var b strings.Builder
+	if r.Kind == KindSlow {
+		fmt.Fprintf(&b, "%s (known good): passed %s", r.Variant, countOf(r.Scenarios, r.Runs, "scenario"))
+		if worst, bound, where := slowestMargin(r.Cells); worst >= 0 {
+			fmt.Fprintf(&b, "; closest reload %s against its wait's bound of %s (%s)", FormatMS(worst), FormatMS(bound), where)
+		}
+		writeShortfalls(&b, r)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "%s (known bad): caught in %s, through %s", r.Variant, countOf(r.Scenarios, r.Runs, "listed scenario"), strings.Join(throughOf(r), " or "))
+	switch n := len(r.Interleaving); {
+	case r.Scenarios.Total == 0:
+	case n == 0:
+		b.WriteString("; none of them controls the interleaving")
+	case n == r.Scenarios.Total:
+		fmt.Fprintf(&b, "; every one controls the interleaving (%d caught every time)", r.InterleavingCaught)
+	default:
+		fmt.Fprintf(&b, "; %d control the interleaving, %d of them caught every time: %s", n, r.InterleavingCaught, strings.Join(r.Interleaving, ", "))
+	}
+	writeShortfalls(&b, r)
+	return b.String()
+}
+
+// countOf renders scenarios and their runs: "8 of 8 listed scenarios",
+// and "(24 of 24 runs)" when a scenario ran more than once.
+func countOf(scen, runs Ratio, what string) string {
+	s := fmt.Sprintf("%d of %d %ss", scen.Count, scen.Total, what)
+	if runs.Total != scen.Total {
+		s += fmt.Sprintf(" (%d of %d runs)", runs.Count, runs.Total)
+	}
+	return s
+}
+
+// throughOf lists the assertions a variant's listings name, in order.
+func throughOf(r CalibrationRow) []string {
+	var out []string
+	for _, l := range r.Listed {
+		for _, a := range l.Assertions {
+			if !slices.Contains(out, a) {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
+
+// writeShortfalls appends what fell short: the cells that count and did
+// not meet the variant's truth, and the listed scenarios that did not
+// run.
+func writeShortfalls(b *strings.Builder, r CalibrationRow) {
+	var bad []string
+	for _, c := range r.Cells {
+		if (c.Listed || r.Kind == KindSlow) && c.Outcome != CellCaught && c.Outcome != CellPassed {
+			bad = append(bad, fmt.Sprintf("%s%s (%s, observed %s)", c.Scenario, attemptSuffix(c.Attempt), c.Outcome, c.Observed))
+		}
+	}
+	if len(bad) > 0 {
+		fmt.Fprintf(b, "; %s: %s", plural(len(bad), "shortfall", "shortfalls"), strings.Join(bad, ", "))
+	}
+	if len(r.NotRun) > 0 {
+		fmt.Fprintf(b, "; %d listed scenario(s) not run: %s", len(r.NotRun), strings.Join(r.NotRun, ", "))
+	}
+	if !r.Counted() {
+		b.WriteString("; nothing measured: no cell that counts ran")
+	}
+}
+
+// CalibrationMarkdown renders the result: the headline, a line per
+// variant, the matrix of scenario x variant, then each known-bad
+// variant's listed scenarios with their reasons and every cell that fell
+// short or caught the defect where it is not listed.
 func CalibrationMarkdown(c CalibrationResult) string {
 	var b strings.Builder
 	status := "✅"
 	if !c.OK() {
 		status = "❌"
 	}
-	fmt.Fprintf(&b, "# bootproof calibration\n\n%s %s\n\n", status, CalibrationHeadline(c))
-	b.WriteString("Sensitivity: each known-bad variant caught, through the assertion named, in every scenario listed as able to see its defect. " +
-		"Specificity: each known-good (slow) variant's cases that pass. Cells: ✅ caught or passed, ❌ missed or failed, " +
-		"➕ caught in a scenario not listed, · not listed and not caught, – not run.\n\n")
+	fmt.Fprintf(&b, "# bootproof calibration\n\n%s %s\n\n", status, mdEscape(CalibrationHeadline(c)))
+	b.WriteString("A known-bad variant is caught in a scenario its file lists only when the case fails through the assertion the listing names; " +
+		"an error is never a catch. A known-good (slow) variant must pass every case. Sensitivity counts the listed cells, specificity the known-good cases; " +
+		"a scenario that controls the interleaving (⇄) orders the subject against the nodes (pause, resume or restart the subject, wait for a worker pod) instead of relying on timing.\n\n")
+	for _, r := range c.Rows {
+		mark := "✅"
+		if !r.Full() {
+			mark = "❌"
+		}
+		fmt.Fprintf(&b, "- %s %s\n", mark, mdEscape(VariantLine(r)))
+	}
+	b.WriteString("\nCells: ")
+	for i, o := range cellOutcomes {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %s", cellLooks[o].emoji, o)
+	}
+	b.WriteString(", – not run.\n\n")
 	writeCalibrationMatrix(&b, c)
 	b.WriteString("\n## Variants\n\n")
 	for _, r := range c.Rows {
 		fmt.Fprintf(&b, "### %s (%s)\n\n%s. Subject file: `%s`.\n\n", r.Variant, r.Kind, r.Summary, r.File)
-		if r.Kind == KindSlow {
-			worst, bound, where := slowestMargin(r.Cells)
-			if worst >= 0 {
-				fmt.Fprintf(&b, "Closest passing reload: %s against its wait's bound of %s (%s).\n\n", FormatMS(worst), FormatMS(bound), where)
-			}
-		} else {
+		if r.Kind == KindDefect {
 			seen := map[string]bool{}
-			for _, cell := range r.Cells {
-				if cell.Listed && !seen[cell.Why] {
-					seen[cell.Why] = true
-					var names []string
-					for _, o := range r.Cells {
-						if o.Listed && o.Why == cell.Why && !slices.Contains(names, o.Scenario) {
-							names = append(names, o.Scenario)
-						}
-					}
-					fmt.Fprintf(&b, "* %s — through `%s`: %s\n", strings.Join(names, ", "), cell.Expect, cell.Why)
+			for _, l := range r.Listed {
+				if seen[l.Why] {
+					continue
 				}
+				seen[l.Why] = true
+				var names []string
+				for _, o := range r.Listed {
+					if o.Why == l.Why {
+						names = append(names, o.Scenario)
+					}
+				}
+				fmt.Fprintf(&b, "* %s — through `%s`: %s\n", strings.Join(names, ", "), l.Expect, l.Why)
 			}
 			b.WriteString("\n")
 		}
 		for _, cell := range r.Cells {
 			switch cell.Outcome {
 			case CellMissed, CellFailed, CellNoVerdict, CellExtraCatch:
-				fmt.Fprintf(&b, "* %s %s%s: %s (observed %s, verdict %s): %s\n", cellMark(cell), cell.Scenario, attemptSuffix(cell.Attempt),
+				fmt.Fprintf(&b, "* %s %s%s: %s (observed %s, verdict %s): %s\n", cellLooks[cell.Outcome].emoji, cell.Scenario, attemptSuffix(cell.Attempt),
 					cell.Outcome, cell.Observed, cell.Verdict, oneLine(cell.Message))
 			}
 		}
@@ -274,34 +570,50 @@ func CalibrationMarkdown(c CalibrationResult) string {
 	return b.String()
 }
 
+// cellLook is how a cell outcome is shown: the HTML glyph and class, the
+// Markdown emoji, and what it means.
+type cellLook struct{ glyph, class, emoji, meaning string }
+
+var cellLooks = map[string]cellLook{
+	CellCaught:     {"✔", "caught", "✅", "a known-bad variant failed, as its file says, through the assertion named, in a scenario listed as able to see its defect"},
+	CellPassed:     {"✔", "passed", "✅", "a known-good variant passed the case"},
+	CellMissed:     {"✘", "missed", "❌", "a known-bad variant passed a listed scenario, or failed it only through other assertions: the defect went unseen"},
+	CellFailed:     {"✘", "failed", "❌", "a known-good variant failed a case: a false alarm"},
+	CellNoVerdict:  {"⚠", "noverdict", "⚠️", "no verdict (an error or a skip): never a catch; a miss in a listed scenario, a failure of a known-good variant"},
+	CellExtraCatch: {"+", "extra", "➕", "a known-bad variant failed a scenario its file does not list: reported, counted in neither figure"},
+	CellNotListed:  {"·", "notlisted", "·", "a known-bad variant passed a scenario its file does not list: nothing expected"},
+}
+
+// CellGlyph is the symbol the HTML shows for a cell outcome.
+func CellGlyph(outcome string) string { return cellLooks[outcome].glyph }
+
+// CellClass is the CSS class of a cell outcome in the HTML.
+func CellClass(outcome string) string { return cellLooks[outcome].class }
+
+// CellMeaning says what a cell outcome means, for a legend.
+func CellMeaning(outcome string) string { return cellLooks[outcome].meaning }
+
+// cellOutcomes lists the outcomes in the order a legend shows them.
+var cellOutcomes = []string{CellCaught, CellPassed, CellMissed, CellFailed, CellNoVerdict, CellExtraCatch, CellNotListed}
+
 // writeCalibrationMatrix writes the table scenario x variant.
 func writeCalibrationMatrix(b *strings.Builder, c CalibrationResult) {
-	var scen []string
-	for _, r := range c.Rows {
-		for _, cell := range r.Cells {
-			if !slices.Contains(scen, cell.Scenario) {
-				scen = append(scen, cell.Scenario)
-			}
-		}
-	}
-	slices.Sort(scen)
+	m := buildCalibrationMatrix(c)
 	b.WriteString("| scenario |")
-	for _, r := range c.Rows {
-		fmt.Fprintf(b, " %s |", r.Variant)
+	for _, v := range m.Variants {
+		fmt.Fprintf(b, " %s |", v)
 	}
-	b.WriteString("\n|---|")
-	for range c.Rows {
-		b.WriteString("---|")
-	}
-	b.WriteString("\n")
-	for _, s := range scen {
-		fmt.Fprintf(b, "| %s |", s)
-		for _, r := range c.Rows {
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(m.Variants)) + "\n")
+	for _, row := range m.Rows {
+		name := row.Scenario
+		if row.Interleaving {
+			name += " ⇄"
+		}
+		fmt.Fprintf(b, "| %s |", name)
+		for _, cell := range row.Cells {
 			var marks []string
-			for _, cell := range r.Cells {
-				if cell.Scenario == s {
-					marks = append(marks, cellMark(cell))
-				}
+			for _, run := range cell.Runs {
+				marks = append(marks, run.Emoji)
 			}
 			if len(marks) == 0 {
 				marks = append(marks, "–")
@@ -312,16 +624,84 @@ func writeCalibrationMatrix(b *strings.Builder, c CalibrationResult) {
 	}
 }
 
-func cellMark(c CalibrationCell) string {
-	switch c.Outcome {
-	case CellCaught, CellPassed:
-		return "✅"
-	case CellExtraCatch:
-		return "➕"
-	case CellNotListed:
-		return "·"
+// calibrationMatrix is the matrix of scenario x variant the Markdown and
+// the HTML show.
+type calibrationMatrix struct {
+	Variants []string
+	Rows     []calibrationMatrixRow
+}
+
+type calibrationMatrixRow struct {
+	Scenario string
+	// Interleaving: the scenario controls the interleaving (as listed by
+	// some variant).
+	Interleaving bool
+	Cells        []calibrationMatrixCell
+}
+
+// calibrationMatrixCell is a variant's runs of a scenario (one, more
+// with --repeat; none: not run); Class is the worst run's, Title says
+// what each run observed.
+type calibrationMatrixCell struct {
+	Runs  []calibrationMatrixRun
+	Class string
+	Title string
+}
+
+// calibrationMatrixRun is one run of a cell: its outcome as shown, and
+// its case (index.html#case-<Case>).
+type calibrationMatrixRun struct {
+	Outcome, Glyph, Class, Emoji string
+	Case                         int
+}
+
+// cellWorse orders outcomes for a cell of several runs: the first one
+// found is the cell's class.
+var cellWorse = []string{CellMissed, CellFailed, CellNoVerdict, CellExtraCatch, CellCaught, CellPassed, CellNotListed}
+
+func buildCalibrationMatrix(c CalibrationResult) calibrationMatrix {
+	var m calibrationMatrix
+	var scen []string
+	interleaving := map[string]bool{}
+	for _, r := range c.Rows {
+		m.Variants = append(m.Variants, r.Variant)
+		for _, cell := range r.Cells {
+			if !slices.Contains(scen, cell.Scenario) {
+				scen = append(scen, cell.Scenario)
+			}
+		}
+		for _, l := range r.Listed {
+			interleaving[l.Scenario] = interleaving[l.Scenario] || l.ControlsInterleaving
+		}
 	}
-	return "❌"
+	slices.Sort(scen)
+	for _, s := range scen {
+		row := calibrationMatrixRow{Scenario: s, Interleaving: interleaving[s]}
+		for _, r := range c.Rows {
+			var cell calibrationMatrixCell
+			var titles []string
+			worst := len(cellWorse)
+			for _, x := range r.Cells {
+				if x.Scenario != s {
+					continue
+				}
+				look := cellLooks[x.Outcome]
+				cell.Runs = append(cell.Runs, calibrationMatrixRun{Outcome: x.Outcome, Glyph: look.glyph, Class: look.class, Emoji: look.emoji, Case: x.Case})
+				if i := slices.Index(cellWorse, x.Outcome); i >= 0 && i < worst {
+					worst, cell.Class = i, look.class
+				}
+				t := fmt.Sprintf("%s%s: %s (observed %s, verdict %s", r.Variant, attemptSuffix(x.Attempt), x.Outcome, x.Observed, x.Verdict)
+				if x.Listed {
+					t += "; listed: " + x.Expect
+				}
+				titles = append(titles, t+")")
+			}
+			cell.Title = strings.Join(titles, "; ")
+			row.Cells = append(row.Cells, cell)
+		}
+		m.Rows = append(m.Rows, row)
+	}
+	return m
 }
 
 func attemptSuffix(a int) string {

@@ -94,7 +94,7 @@ func BuildJUnit(name string, r scenarios.Results, generated time.Time) JUnitTest
 		}
 		s := &out.Suites[i]
 		tc := JUnitTestCase{Name: CaseName(c), Classname: key, Time: seconds(c.DurationMS), SystemOut: caseOutput(c)}
-		detail := assertionText(c)
+		detail := assertionText(c, false)
 		switch c.Verdict {
 		case scenarios.Fail:
 			tc.Failure = &JUnitMessage{Message: c.Message, Type: "verdict", Body: detail}
@@ -129,7 +129,10 @@ func BuildJUnit(name string, r scenarios.Results, generated time.Time) JUnitTest
 	return out
 }
 
-func assertionText(c scenarios.CaseResult) string {
+// assertionText lists the case's assertions, one a line; withDetails,
+// a failed assertion's every piece of evidence follows it, one a line
+// (its message names only the first few).
+func assertionText(c scenarios.CaseResult, withDetails bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "expected %s, observed %s\n", c.Expected, c.Observed)
 	for _, a := range c.Assertions {
@@ -141,13 +144,19 @@ func assertionText(c scenarios.CaseResult) string {
 		if a.NotJudged != "" {
 			fmt.Fprintf(&b, "     %s: %s\n", a.Name, a.NotJudged)
 		}
+		if withDetails && len(a.Details) > 0 {
+			fmt.Fprintf(&b, "     %s, every piece of evidence (%d):\n", a.Name, len(a.Details))
+			for _, d := range a.Details {
+				fmt.Fprintf(&b, "       node %s: %s\n", d.Node, d.Evidence)
+			}
+		}
 	}
 	return b.String()
 }
 
 func caseOutput(c scenarios.CaseResult) string {
 	var b strings.Builder
-	b.WriteString(assertionText(c))
+	b.WriteString(assertionText(c, true))
 	if c.ReloadBound != nil {
 		fmt.Fprintf(&b, "reload bound: %s\n", c.ReloadBound.Format(FormatDuration))
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -467,5 +468,60 @@ func TestBenchTable(t *testing.T) {
 	var back BenchResult
 	if err := json.Unmarshal(data, &back); err != nil || back.Table == nil || len(back.Table.Rows) != 2 || back.Table.Rows[1].Note != "not all Ready" {
 		t.Errorf("tab.json: %v %+v", err, back.Table)
+	}
+}
+
+// TestDetailsCarried: an assertion's every piece of evidence reaches
+// results.json, JUnit's system-out (one a line) and the HTML case (a
+// collapsed list), while the verdict's message, the JUnit failure and
+// the Markdown summary carry only the message that names the first few.
+func TestDetailsCarried(t *testing.T) {
+	dir := t.TempDir()
+	r := goldenResults()
+	c := manyNodeCase()
+	a := c.Assertions[0]
+	if len(a.Details) <= scenarios.DetailsShown {
+		t.Fatalf("the fixture has %d details, want more than the %d a message names", len(a.Details), scenarios.DetailsShown)
+	}
+	r.Cases = []scenarios.CaseResult{c}
+	r.Cases[0].Verdict, r.Cases[0].Expected = scenarios.Fail, scenarios.Pass // a JUnit failure
+	if err := Write(dir, r, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadResults(filepath.Join(dir, ResultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := back.Cases[0].Assertions[0].Details; !slices.Equal(got, a.Details) {
+		t.Errorf("results.json details %+v, want %+v", got, a.Details)
+	}
+	j := BuildJUnit("bootproof", r, time.Now())
+	tc := j.Suites[0].Cases[0]
+	hidden := a.Details[len(a.Details)-1] // sorted last: not in the message
+	line := "node " + hidden.Node + ": " + hidden.Evidence
+	if strings.Contains(a.Message, hidden.Node) {
+		t.Fatalf("message %q names %s, which it should leave to the details", a.Message, hidden.Node)
+	}
+	for _, d := range a.Details {
+		if !strings.Contains(tc.SystemOut, "\n       node "+d.Node+": "+d.Evidence+"\n") {
+			t.Errorf("JUnit system-out lacks %s's evidence on a line of its own:\n%s", d.Node, tc.SystemOut)
+		}
+	}
+	if tc.Failure == nil || strings.Contains(tc.Failure.Message, line) || strings.Contains(tc.Failure.Body, line) {
+		t.Errorf("JUnit failure %+v: want the summarised message only", tc.Failure)
+	}
+	html, err := os.ReadFile(filepath.Join(dir, HTMLFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(html), "<li><b>"); !strings.Contains(string(html), `<details class="evidence">`) || n != len(a.Details) {
+		t.Errorf("index.html lists %d pieces of evidence in a collapsed list, want %d", n, len(a.Details))
+	}
+	md, err := os.ReadFile(filepath.Join(dir, SummaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(md), hidden.Node) {
+		t.Errorf("summary.md names %s, which only results.json should", hidden.Node)
 	}
 }

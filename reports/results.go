@@ -41,6 +41,13 @@ func CaseName(c scenarios.CaseResult) string {
 // one. When $GITHUB_STEP_SUMMARY is set the summary is appended there
 // too. An error names the path that could not be written.
 func Write(dir string, r scenarios.Results, generated time.Time) error {
+	return write(dir, r, generated, nil)
+}
+
+// write writes the reports of Write and, for a calibration run (cal not
+// nil), calibration.json and calibration.md, with the calibration at the
+// top of index.html.
+func write(dir string, r scenarios.Results, generated time.Time, cal *CalibrationResult) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("report directory %s: %w", dir, err)
 	}
@@ -59,7 +66,16 @@ func Write(dir string, r scenarios.Results, generated time.Time) error {
 	if err := writeJSON(filepath.Join(dir, TraceFile), traces); err != nil {
 		return err
 	}
-	if err := WriteHTML(filepath.Join(dir, HTMLFile), r, generated); err != nil {
+	if cal != nil {
+		if err := writeCalibrationFiles(dir, *cal); err != nil {
+			return err
+		}
+	}
+	html, err := renderHTML(r, generated, cal)
+	if err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(dir, HTMLFile), html, 0o644); err != nil {
 		return err
 	}
 	md := Summary(r)
@@ -134,14 +150,21 @@ func ReadResults(path string) (scenarios.Results, error) {
 // DecodeResults decodes the results.json data read from path.
 func DecodeResults(path string, data []byte) (scenarios.Results, error) {
 	var r scenarios.Results
-	if err := json.Unmarshal(data, &r); err != nil {
-		return r, fmt.Errorf("%s: %w", path, err)
+	return r, decodeJSON(path, data, &r)
+}
+
+// decodeJSON decodes data, read from path, into v; the error names path.
+func decodeJSON(path string, data []byte, v any) error {
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	return r, nil
+	return nil
 }
 
 // Rewrite reads results.json and trace.json from dir and writes every
-// report again (after a change of the report code, or of the HTML).
+// report again (after a change of the report code, or of the HTML); a
+// calibration run's directory (with calibration.json) is judged again
+// as that calibration (RewriteCalibration).
 func Rewrite(dir string) (scenarios.Results, error) {
 	r, err := ReadResults(filepath.Join(dir, ResultsFile))
 	if err != nil {
@@ -161,6 +184,13 @@ func Rewrite(dir string) (scenarios.Results, error) {
 	}
 	for i := range r.Cases {
 		r.Cases[i].Trace = byCase[CaseName(r.Cases[i])]
+	}
+	// A calibration run's directory is judged again as its calibration.
+	if _, err := os.Stat(filepath.Join(dir, CalibrationJSONFile)); err == nil {
+		if _, err := RewriteCalibration(dir, r, time.Now()); err != nil {
+			return r, fmt.Errorf("rewrite the calibration: %w", err)
+		}
+		return r, nil
 	}
 	return r, Write(dir, r, time.Now())
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/bootproof/bootproof/contract"
@@ -75,17 +74,18 @@ func (c *caseRun) checkConsistency(ctx context.Context, wait bool) (AssertionRes
 	}
 	schemaHas, schemaKnown := c.schemaHasBootID(ctx)
 	var why string
+	var res AssertionResult
 	check := func() error {
 		why = judging.BootApplicable(schemaHas, schemaKnown, c.obs.StatusBootSeen())
 		f := c.facts(time.Now())
-		var bad []string
+		var bad []judging.Detail
 		for _, n := range f.Names {
 			sn := c.obs.Snapshot(n)
 			state := judging.NodeState{TruthBoot: sn.TruthBoot, TruthModules: sn.TruthModules, Status: sn.Status}
 			bad = append(bad, judging.Inconsistencies(n, state, f.Spec[n], f.Declared, why == "")...)
 		}
-		if len(bad) > 0 {
-			return errors.New(strings.Join(bad, "; "))
+		if res = judging.JudgeConsistency(bad); !res.OK {
+			return errors.New(res.Message)
 		}
 		return nil
 	}
@@ -93,9 +93,8 @@ func (c *caseRun) checkConsistency(ctx context.Context, wait bool) (AssertionRes
 	if isFault(err) {
 		return AssertionResult{}, err
 	}
-	res := AssertionResult{Name: AssertConsistency, OK: err == nil, Message: "NodeModulesConfig status matches the kernels"}
 	if err != nil {
-		res.Message = check().Error()
+		_ = check() // the state when the wait ended
 	}
 	if why != "" {
 		res.NotJudged = "boot part not judged: " + why

@@ -185,7 +185,7 @@ func TestReloadFailsWithLastState(t *testing.T) {
 	// No disruption came before the wait: it waited for the initial load.
 	r := s.result(AssertInitialLoad)
 	for _, want := range []string{"1 module(s) not reloaded within 300ms (its full timeout: no first load measured yet) in wait-reloaded at line 9",
-		"module dummy not loaded in boot b of node n0", "Ready=True", "ground truth: boot=b modules=[]", "kmm-worker-n0-dummy(Load dummy Succeeded)"} {
+		"on node n0: module dummy not loaded in boot b", "Ready=True", "ground truth: boot=b modules=[]", "kmm-worker-n0-dummy(Load dummy Succeeded)"} {
 		wantFail(t, r, want)
 	}
 

@@ -68,6 +68,24 @@ func (s *Scenario) PausesSubject() bool {
 	})
 }
 
+// ControlsInterleaving reports whether the timeline orders the subject
+// against the nodes deterministically instead of leaving it to timing:
+// it stops, resumes or restarts the subject (pause-subject,
+// resume-subject, restart-subject), so a disruption falls while the
+// subject cannot act, or it waits for a worker pod to reach a state
+// (wait-worker) before it goes on, so a disruption falls at a known
+// point of a load. A defect that only such an order exposes is caught
+// there every time; elsewhere only when the timing happens to line up.
+func (s *Scenario) ControlsInterleaving() bool {
+	return slices.ContainsFunc(s.Actions, func(a Action) bool {
+		switch a.Kind {
+		case ActPauseSubject, ActResumeSubject, ActRestartSubject, ActWaitWorker:
+			return true
+		}
+		return false
+	})
+}
+
 // Action is one step of a scenario, written as a one-key mapping:
 //
 //   - reboot: {on: all, downtime: 0.5g, startup: ready}

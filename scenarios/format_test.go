@@ -196,3 +196,24 @@ func TestCatalogVersioned(t *testing.T) {
 		}
 	}
 }
+
+// TestControlsInterleaving: a timeline controls the interleaving of the
+// subject and the nodes through the actions that stop or restart the
+// subject or wait for a worker pod, never through a disruption or a
+// reload wait alone.
+func TestControlsInterleaving(t *testing.T) {
+	for _, k := range ActionKinds() {
+		want := false
+		switch k {
+		case string(ActPauseSubject), string(ActResumeSubject), string(ActRestartSubject), string(ActWaitWorker):
+			want = true
+		}
+		s := &Scenario{Actions: []Action{{Kind: ActWaitReloaded}, {Kind: ActReboot}, {Kind: ActionKind(k)}, {Kind: ActWaitReloaded}}}
+		if got := s.ControlsInterleaving(); got != want {
+			t.Errorf("a timeline with %s: ControlsInterleaving = %v, want %v", k, got, want)
+		}
+	}
+	if (&Scenario{}).ControlsInterleaving() {
+		t.Error("an empty timeline controls nothing")
+	}
+}

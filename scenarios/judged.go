@@ -52,7 +52,12 @@ type (
 	RebootMetric    = judging.RebootMetric
 	StatusEntry     = judging.StatusEntry
 	ActionCount     = judging.ActionCount
+	Detail          = judging.Detail
 )
+
+// DetailsShown is how many details an assertion's message names (see
+// judging.Summarize); the rest are only in its Details.
+const DetailsShown = judging.DetailsShown
 
 // Preconditions lists every precondition.
 func Preconditions() []Precondition { return judging.Preconditions() }

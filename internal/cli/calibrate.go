@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -55,8 +56,23 @@ variant caught in a scenario not listed is reported and counted in neither;
 --listed-only runs known-bad variants only in their listed scenarios, which
 measures both figures the same in fewer cases (.ci/run uses it).
 
-Exit code 0: both are 100 %; 1: either is lower; 2: a usage error; 3: the
-run was interrupted or could not start.`,
+A known-bad variant counts as caught in a listed scenario only when the case
+fails through the assertion its file names there; an error never counts.
+calibration.md, calibration.json and index.html give, per variant, in how
+many of its listed scenarios it was caught (or a known-good one passed),
+through which assertion, and whether a scenario that controls the
+interleaving (it pauses, resumes or restarts the subject, or waits for a
+worker pod) is among them; then the matrix of variant x scenario.
+
+Every variant selected must be measured: a known-bad variant none of whose
+listed scenarios is selected (--scenario, --variant) is a usage error,
+named with the scenarios that would run it, and nothing runs.
+
+Exit code 0: every variant as its truth says (both figures 100 %); 1: a
+variant was missed or failed; 2: a usage error (bad flags, or a selected
+variant that would run in no listed scenario); 3: the run was interrupted
+or could not start, or a variant measured nothing (none of its listed
+scenarios ran).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			verbosity, _ := cmd.InheritedFlags().GetInt("verbosity")
@@ -154,38 +170,116 @@ func (cr *calibrateRun) selectFiles(files []*subject.File) ([]*subject.File, err
 	return out, nil
 }
 
-// calibrationVariants describes the files for the report.
-func calibrationVariants(files []*subject.File) []reports.CalibrationVariant {
+// checkSelection refuses a known-bad variant that would run in none of
+// the scenarios its file lists (the selection of --scenario has none of
+// them): it would measure nothing. The error names each such variant,
+// its listed scenarios and what would make it run.
+func (cr *calibrateRun) checkSelection(files []*subject.File, selected []*scenarios.Scenario, patterns []string) error {
+	cat, err := scenarios.Catalog()
+	if err != nil {
+		return failure(fmt.Errorf("embedded catalog: %w", err))
+	}
+	var bad []string
+	for _, f := range files {
+		c := f.Calibration
+		if c.Kind() != variant.Defect {
+			continue
+		}
+		if slices.ContainsFunc(selected, func(s *scenarios.Scenario) bool { return c.Listed(s.Name) != nil }) {
+			continue
+		}
+		var listed []string
+		for _, s := range cat {
+			if c.Listed(s.Name) != nil {
+				listed = append(listed, s.Name)
+			}
+		}
+		add := "run it in one of them"
+		if len(listed) > 0 {
+			add = "add --scenario " + listed[0]
+		}
+		bad = append(bad, fmt.Sprintf("variant %s (%s) would run in none of the scenarios its file lists (%s), so nothing of it would be measured: "+
+			"%s, or leave the variant out (--variant names the ones to run)", c.Variant, f.Path, strings.Join(listed, ", "), add))
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	given := "the catalog"
+	if len(patterns) > 0 {
+		given = "--scenario " + strings.Join(patterns, " --scenario ")
+	}
+	return withCode(ExitUsage, fmt.Errorf("%s selects scenarios in which %d calibration variant(s) cannot be measured:\n  %s",
+		given, len(bad), strings.Join(bad, "\n  ")))
+}
+
+// calibrationVariants describes the files for the report: each
+// known-bad variant's listed scenarios (from the whole catalog, run or
+// not), whether each controls the interleaving, and what the defect
+// must be caught through there.
+func calibrationVariants(files []*subject.File) ([]reports.CalibrationVariant, error) {
+	cat, err := scenarios.Catalog()
+	if err != nil {
+		return nil, fmt.Errorf("embedded catalog: %w", err)
+	}
 	out := make([]reports.CalibrationVariant, 0, len(files))
 	for _, f := range files {
 		c := f.Calibration
-		out = append(out, reports.CalibrationVariant{Subject: f.Name, Variant: c.Variant, Kind: string(c.Kind()),
-			Summary: c.Summary(), File: f.Path, CaughtWhen: c.CaughtWhen,
-			Listed: func(name string) (string, string, bool) {
-				g := c.Listed(name)
-				if g == nil {
-					return "", "", false
-				}
-				return g.Expect.String(), g.Why, true
-			}})
+		v := reports.CalibrationVariant{Subject: f.Name, Variant: c.Variant, Kind: string(c.Kind()), Summary: c.Summary(), File: f.Path}
+		for _, s := range cat {
+			if g := c.Listed(s.Name); g != nil {
+				v.Listed = append(v.Listed, reports.ListedScenario{Scenario: s.Name, Expect: g.Expect.String(), Assertions: slices.Clone(g.Expect.Assertions),
+					Why: g.Why, ControlsInterleaving: s.ControlsInterleaving()})
+			}
+		}
+		out = append(out, v)
 	}
-	return out
+	// Known-bad variants first, then the known-good ones, each in the
+	// files' order.
+	slices.SortStableFunc(out, func(a, b reports.CalibrationVariant) int {
+		return cmp.Compare(kindOrder(a.Kind), kindOrder(b.Kind))
+	})
+	return out, nil
 }
 
-// reportCalibration writes calibration.md and .json and says whether
-// sensitivity and specificity are both 100 %.
-func (rc *runContext) reportCalibration(ctx context.Context, dir string, res scenarios.Results) error {
-	c := reports.Calibrate(res, calibrationVariants(rc.plan.subjectFiles))
-	c.ListedOnly = rc.o.calibrate.listedOnly
-	if err := reports.WriteCalibration(dir, c); err != nil {
-		return failure(fmt.Errorf("reports: %w", err))
+// kindOrder ranks a variant kind for the report: known bad first.
+func kindOrder(kind string) int {
+	if kind == reports.KindDefect {
+		return 0
 	}
-	fmt.Fprintf(rc.s.Out, "calibration: %s\ncalibration report: %s\n", reports.CalibrationHeadline(c), filepath.Join(dir, reports.CalibrationMDFile))
+	return 1
+}
+
+// calibration judges res as the calibration of the run's files.
+func (rc *runContext) calibration(res scenarios.Results) (reports.CalibrationResult, error) {
+	variants, err := calibrationVariants(rc.plan.subjectFiles)
+	if err != nil {
+		return reports.CalibrationResult{}, failure(err)
+	}
+	c := reports.Calibrate(res, variants)
+	c.ListedOnly = rc.o.calibrate.listedOnly
+	return c, nil
+}
+
+// calibrationExit prints the calibration and returns the exit code's
+// error: interrupted, or a variant measured nothing (ExitInfra); a
+// variant missed or failed (ExitFailed).
+func (rc *runContext) calibrationExit(ctx context.Context, dir string, c reports.CalibrationResult) error {
+	md := filepath.Join(dir, reports.CalibrationMDFile)
+	fmt.Fprintf(rc.s.Out, "calibration: %s\ncalibration report: %s (and %s)\n", reports.CalibrationHeadline(c), filepath.Join(dir, reports.HTMLFile), md)
 	switch {
 	case ctx.Err() != nil:
 		return failure(fmt.Errorf("interrupted: %w", ctx.Err()))
+	case len(c.NoCells) > 0:
+		var why []string
+		for _, r := range c.Rows {
+			if !r.Counted() {
+				why = append(why, fmt.Sprintf("variant %s: none of its listed scenarios ran (%s)", r.Variant, strings.Join(r.NotRun, ", ")))
+			}
+		}
+		return failure(fmt.Errorf("calibration measured nothing of %d variant(s), an error of the calibration, not a zero: %s; run them in their listed scenarios (see %s)",
+			len(c.NoCells), strings.Join(why, "; "), md))
 	case !c.OK():
-		return withCode(ExitFailed, fmt.Errorf("calibration: %s; see %s", reports.CalibrationHeadline(c), filepath.Join(dir, reports.CalibrationMDFile)))
+		return withCode(ExitFailed, fmt.Errorf("calibration: %s; see %s", reports.CalibrationHeadline(c), md))
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/bootproof/bootproof/harness/controlplane/cptest"
 	"github.com/bootproof/bootproof/internal/cli"
+	"github.com/bootproof/bootproof/internal/subject"
+	"github.com/bootproof/bootproof/kmm/variant"
 	"github.com/bootproof/bootproof/reports"
 )
 
@@ -22,6 +25,12 @@ func calibrationDir(t *testing.T, moreSees string) string {
 	t.Helper()
 	cptest.RequireBinaries(t)
 	t.Setenv("TMPDIR", t.TempDir())
+	return writeCalibrationDir(t, moreSees)
+}
+
+// writeCalibrationDir writes calibrationDir's files.
+func writeCalibrationDir(t *testing.T, moreSees string) string {
+	t.Helper()
 	dir := t.TempDir()
 	slow, err := os.ReadFile("../../examples/calibration/slow-reconcile.yaml")
 	if err != nil {
@@ -73,19 +82,22 @@ func TestCalibrateGates(t *testing.T) {
 	if err := json.Unmarshal(data, &c); err != nil {
 		t.Fatal(err)
 	}
-	if c.Sensitivity != (reports.Ratio{Count: 1, Total: 2}) || c.Specificity != (reports.Ratio{Count: 2, Total: 2}) {
-		t.Errorf("sensitivity %v, specificity %v; want 1 of 2 (the wrong listing missed), 2 of 2", c.Sensitivity, c.Specificity)
+	if c.Sensitivity != (reports.Ratio{Count: 1, Total: 2}) || c.Specificity != (reports.Ratio{Count: 2, Total: 2}) ||
+		c.VariantsCaught != (reports.Ratio{Count: 0, Total: 1}) || c.VariantsPassed != (reports.Ratio{Count: 1, Total: 1}) {
+		t.Errorf("sensitivity %v, specificity %v, variants caught %v, passed %v; want 1 of 2 (the wrong listing missed), 2 of 2, 0 of 1, 1 of 1",
+			c.Sensitivity, c.Specificity, c.VariantsCaught, c.VariantsPassed)
 	}
 	md, err := os.ReadFile(filepath.Join(report, reports.CalibrationMDFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"sensitivity 50 % (1 of 2), specificity 100 % (2 of 2)", "kubelet-restart-no-reboot: missed"} {
+	for _, w := range []string{"0 of 1 known-bad variants caught in every listed scenario, 1 of 1 known-good variants passed every case; sensitivity 50 % (1 of 2 listed cells), specificity 100 % (2 of 2 cases)",
+		"kubelet-restart-no-reboot: missed", "no-reload (known bad): caught in 1 of 2 listed scenarios, through reload"} {
 		if !strings.Contains(string(md), w) {
 			t.Errorf("calibration.md lacks %q:\n%s", w, md)
 		}
 	}
-	if !strings.Contains(errb.String(), "calibration: sensitivity 50 %") {
+	if !strings.Contains(errb.String(), "calibration: 0 of 1 known-bad variants caught") {
 		t.Errorf("stderr %q: want the headline", errb.String())
 	}
 }
@@ -134,5 +146,89 @@ func TestCalibrateListedOnly(t *testing.T) {
 		if !strings.Contains(string(md), w) {
 			t.Errorf("calibration.md lacks %q:\n%s", w, md)
 		}
+	}
+	// index.html shows the calibration, not the run.
+	html, err := os.ReadFile(filepath.Join(report, reports.HTMLFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"<title>bootproof calibration</title>", `id="calibration-matrix"`, "no-reload (known bad): caught in 1 of 1 listed scenarios, through reload"} {
+		if !strings.Contains(string(html), w) {
+			t.Errorf("index.html lacks %q", w)
+		}
+	}
+}
+
+// TestCalibrateSelectionMeasuresEveryVariant: a selection in which a
+// known-bad variant would run in none of the scenarios its file lists is
+// a usage error before anything starts (no control plane needed), naming
+// each such variant, its file's scenarios and what would make it run;
+// with the repository's files, exactly the variants that do not list the
+// scenario selected.
+func TestCalibrateSelectionMeasuresEveryVariant(t *testing.T) {
+	files, err := filepath.Glob("../../examples/calibration/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no calibration files: %v", err)
+	}
+	const scen = "fast-reboot-0.5g"
+	var unseen, seen []string
+	for _, p := range files {
+		f, err := subject.ReadFile(p, func(string) (string, bool) { return "/bin/sh", true })
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := f.Calibration
+		switch {
+		case c.Kind() != variant.Defect:
+		case c.Listed(scen) == nil:
+			unseen = append(unseen, c.Variant)
+		default:
+			seen = append(seen, c.Variant)
+		}
+	}
+	if len(unseen) == 0 || len(seen) == 0 {
+		t.Fatalf("the examples list %s for every known-bad variant or none (%v, %v): pick another scenario", scen, seen, unseen)
+	}
+	small := writeCalibrationDir(t, "")
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		named []string
+		not   []string
+		say   []string
+	}{
+		{"the repository's variants, one scenario", []string{"--dir", "../../examples/calibration", "--scenario", scen}, unseen, seen,
+			[]string{fmt.Sprintf("--scenario %s selects scenarios in which %d calibration variant(s) cannot be measured", scen, len(unseen))}},
+		{"a variant and a scenario it does not list", []string{"--dir", small, "--variant", "no-reload", "--scenario", "kubelet-restart-no-reboot"},
+			[]string{"no-reload"}, nil, []string{"would run in none of the scenarios its file lists (fast-reboot-0.5g)", "add --scenario fast-reboot-0.5g", "leave the variant out"}},
+		{"listed only, a scenario it does not list", []string{"--dir", small, "--listed-only", "--scenario", "kubelet-restart-no-reboot"},
+			[]string{"no-reload"}, []string{"slow-reconcile"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			report := filepath.Join(t.TempDir(), "report")
+			var out, errb bytes.Buffer
+			code := cli.Run(context.Background(), append([]string{"calibrate", "--report-dir", report}, tc.args...), &out, &errb)
+			if code != cli.ExitUsage {
+				t.Fatalf("exit %d, want %d (usage); stderr:\n%s", code, cli.ExitUsage, errb.String())
+			}
+			for _, v := range tc.named {
+				if !strings.Contains(errb.String(), "variant "+v+" (") {
+					t.Errorf("stderr does not name variant %s:\n%s", v, errb.String())
+				}
+			}
+			for _, v := range tc.not {
+				if strings.Contains(errb.String(), "variant "+v+" (") {
+					t.Errorf("stderr names variant %s, which the selection measures:\n%s", v, errb.String())
+				}
+			}
+			for _, w := range tc.say {
+				if !strings.Contains(errb.String(), w) {
+					t.Errorf("stderr lacks %q:\n%s", w, errb.String())
+				}
+			}
+			if _, err := os.Stat(report); err == nil {
+				t.Errorf("the report directory %s was made: something ran", report)
+			}
+		})
 	}
 }

@@ -38,6 +38,9 @@ must behave the same.`,
 			}
 			n := reports.Count(r)
 			fmt.Fprintf(s.Out, "%d passed, %d failed, %d errors, %d skipped\nreport: %s\n", n.Pass, n.Fail, n.Error, n.Skipped, filepath.Join(args[0], reports.HTMLFile))
+			if c, err := reports.ReadCalibration(args[0]); err == nil {
+				fmt.Fprintf(s.Out, "calibration: %s\n", reports.CalibrationHeadline(c))
+			}
 			return nil
 		},
 	}

@@ -178,6 +178,9 @@ func (o *runOptions) validate(stderr io.Writer) (runPlan, error) {
 		if p.subjectFiles, err = o.calibrate.selectFiles(p.subjectFiles); err != nil {
 			return p, err
 		}
+		if err := o.calibrate.checkSelection(p.subjectFiles, p.scenarios, o.scenarios); err != nil {
+			return p, err
+		}
 	}
 	if o.timing != "" {
 		timing := nodeapi.TimingProfile(o.timing)
@@ -348,7 +351,17 @@ func (rc *runContext) startNodes(ctx context.Context, cl scenarios.Cluster, dir 
 // verdict (ExitFailed), every case skipped (ExitAllSkipped).
 func (rc *runContext) report(ctx context.Context, dir string, res scenarios.Results, start time.Time) error {
 	s := rc.s
-	if err := reports.Write(dir, res, time.Now()); err != nil {
+	var cal *reports.CalibrationResult
+	if rc.o.calibrate != nil {
+		c, err := rc.calibration(res)
+		if err != nil {
+			return err
+		}
+		cal = &c
+		if err := reports.WriteCalibration(dir, res, c, time.Now()); err != nil {
+			return failure(fmt.Errorf("reports: %w", err))
+		}
+	} else if err := reports.Write(dir, res, time.Now()); err != nil {
 		return failure(fmt.Errorf("reports: %w", err))
 	}
 	if rc.o.reportDir == "" {
@@ -356,16 +369,21 @@ func (rc *runContext) report(ctx context.Context, dir string, res scenarios.Resu
 		_ = os.Remove(latest)
 		_ = os.Symlink(filepath.Base(dir), latest)
 	}
-	printSummary(s.Out, res)
+	printSummary(s.Out, res, cal)
 	n := reports.Count(res)
 	rc.failed = n.Fail+n.Error > 0
-	fmt.Fprintf(s.Out, "%d passed, %d failed, %d errors, %d skipped in %s\nreport: %s\n", n.Pass, n.Fail, n.Error, n.Skipped,
-		reports.FormatDuration(time.Since(start)), filepath.Join(dir, reports.HTMLFile))
+	if cal != nil {
+		rc.failed = !cal.OK()
+		fmt.Fprintf(s.Out, "%d case(s) in %s\n", len(res.Cases), reports.FormatDuration(time.Since(start)))
+	} else {
+		fmt.Fprintf(s.Out, "%d passed, %d failed, %d errors, %d skipped in %s\nreport: %s\n", n.Pass, n.Fail, n.Error, n.Skipped,
+			reports.FormatDuration(time.Since(start)), filepath.Join(dir, reports.HTMLFile))
+	}
 	if rc.log != "" {
 		fmt.Fprintf(s.Out, "logs: %s\n", rc.log)
 	}
-	if rc.o.calibrate != nil {
-		return rc.reportCalibration(ctx, dir, res)
+	if cal != nil {
+		return rc.calibrationExit(ctx, dir, *cal)
 	}
 	switch {
 	case ctx.Err() != nil:

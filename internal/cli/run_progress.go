@@ -16,15 +16,23 @@ import (
 )
 
 // printSummary prints the verdict matrix: one row per case.
-func printSummary(w io.Writer, r scenarios.Results) {
+func printSummary(w io.Writer, r scenarios.Results, cal *reports.CalibrationResult) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "VERDICT\tSUBJECT\tSCENARIO\tEXPECTED\tOBSERVED\tDURATION")
 	for _, c := range r.Cases {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Verdict, c.Subject, c.Scenario, reports.Expected(c), c.Observed, reports.FormatMS(c.DurationMS))
 	}
 	tw.Flush()
-	for _, sum := range reports.Summaries(r) {
-		fmt.Fprintln(w, sum.Line())
+	if cal != nil {
+		// A calibration's line per variant, not per subject: a known-bad
+		// variant failing is what it is for.
+		for _, row := range cal.Rows {
+			fmt.Fprintln(w, reports.VariantLine(row))
+		}
+	} else {
+		for _, sum := range reports.Summaries(r) {
+			fmt.Fprintln(w, sum.Line())
+		}
 	}
 	for _, c := range r.Cases {
 		if c.Verdict == scenarios.Fail || c.Verdict == scenarios.Error {

@@ -24,11 +24,10 @@ type Calibration struct {
 	// (its expect) and why these scenarios can see it. A known-good (slow)
 	// variant lists none: it must pass every scenario.
 	Sees []SeesGroup `yaml:"sees"`
-	// CaughtWhen says when a listed scenario caught the defect:
-	// expected-failure (the default: the case failed through the
-	// assertion its expect names) or not-pass (the verdict is a failure
-	// or an error: for a defect judged with another subject's
-	// expectations, which it must never meet).
+	// CaughtWhen is no longer accepted: a listed scenario catches the
+	// defect only when the case fails through the assertion its group
+	// names (an error verdict never catches anything). It is decoded
+	// only to say so.
 	CaughtWhen string `yaml:"caughtWhen"`
 
 	variant variant.Variant
@@ -38,17 +37,14 @@ type Calibration struct {
 type SeesGroup struct {
 	// Scenarios are scenario names or globs.
 	Scenarios []string `yaml:"scenarios"`
-	// Expect is fail:<assertion>: what the defect must be caught through.
+	// Expect is fail:<assertion>[,<assertion>...]: what the defect must
+	// be caught through. Only a case observed failing through one of
+	// them (its verdict then a pass: failed as expected) catches it; an
+	// error, or a failure through another assertion, is a miss.
 	Expect scenarios.Expectation `yaml:"expect"`
 	// Why these scenarios can see the defect.
 	Why string `yaml:"why"`
 }
-
-// How a listed scenario catches a defect (Calibration.CaughtWhen).
-const (
-	CaughtExpectedFailure = "expected-failure"
-	CaughtNotPass         = "not-pass"
-)
 
 // Kind is the variant's kind: variant.Defect or variant.Slow.
 func (c *Calibration) Kind() variant.Kind { return c.variant.Kind }
@@ -86,12 +82,9 @@ func (f *File) validateCalibration(bad func(msg string, path ...string) *filefor
 		return bad(fmt.Sprintf("%q: accepted: %s", c.Variant, strings.Join(variant.Names(), ", ")), "calibration", "variant")
 	}
 	c.variant = v
-	switch c.CaughtWhen {
-	case "":
-		c.CaughtWhen = CaughtExpectedFailure
-	case CaughtExpectedFailure, CaughtNotPass:
-	default:
-		return bad(fmt.Sprintf("%q: accepted: %s (default), %s", c.CaughtWhen, CaughtExpectedFailure, CaughtNotPass), "calibration", "caughtWhen")
+	if c.CaughtWhen != "" {
+		return bad(fmt.Sprintf("%q: no longer accepted: a defect is caught only by a failure through the assertion its sees group names, never by an error; "+
+			"remove caughtWhen and give each group expect: fail:<assertion> (a variant that never loads: fail:initial-load)", c.CaughtWhen), "calibration", "caughtWhen")
 	}
 	if v.Kind == variant.Slow && len(c.Sees) > 0 {
 		return bad(fmt.Sprintf("variant %s is slow but correct: it must pass every scenario, so it lists none", v.Name), "calibration", "sees")
@@ -121,11 +114,9 @@ func (f *File) validateCalibration(bad func(msg string, path ...string) *filefor
 		}
 		switch {
 		case g.Expect.Outcome == "":
-			return group("the expectation is required: fail:<assertion>, the assertion the defect must be caught through", "expect")
-		case c.CaughtWhen == CaughtNotPass:
-			// Another subject's expectations, which the defect must never meet.
+			return group("the expectation is required: "+seesExpectSyntax, "expect")
 		case g.Expect.Outcome != scenarios.Fail || len(g.Expect.Assertions) == 0:
-			return group(fmt.Sprintf("%q: accepted: fail:<assertion> (the assertion the defect must be caught through; pass only with caughtWhen: not-pass)", g.Expect.String()), "expect")
+			return group(fmt.Sprintf("%q: accepted: %s", g.Expect.String(), seesExpectSyntax), "expect")
 		}
 		if g.Why == "" {
 			return group("say why these scenarios can see the defect", "why")
@@ -143,6 +134,10 @@ func (f *File) validateCalibration(bad func(msg string, path ...string) *filefor
 	}
 	return nil
 }
+
+// seesExpectSyntax is what a sees group's expect accepts, for messages.
+var seesExpectSyntax = "fail:<assertion>[,<assertion>...] with assertions " + strings.Join(scenarios.Judged, ", ") +
+	" (what the defect must be caught through: only a failure through it is a catch, never an error)"
 
 // matchesCatalog reports whether pattern names or matches a scenario of
 // the catalog (true when the catalog cannot be read: running it fails

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 )
@@ -118,19 +117,18 @@ func JudgeExtraWork(r Record) AssertionResult {
 	for k := range kernel {
 		keys[k] = true
 	}
-	var bad []string
+	var bad []Detail
 	total := 0
 	for k := range keys {
 		n, u := max(pods[k], kernel[k]), max(podUnloads[k], kernelUnloads[k])
 		total += n
 		if n > 1+u {
-			bad = append(bad, fmt.Sprintf("module %s loaded %d times in boot %s of node %s (%d unloads; the kernel counted %d loads, worker pods %d)",
-				k.module, n, Short(k.boot), k.node, u, kernel[k], pods[k]))
+			bad = append(bad, Detail{Node: k.node, Evidence: fmt.Sprintf("module %s loaded %d times in boot %s (%d unloads; the kernel counted %d loads, worker pods %d)",
+				k.module, n, Short(k.boot), u, kernel[k], pods[k])})
 		}
 	}
-	sort.Strings(bad)
 	if len(bad) > 0 {
-		return AssertionResult{Name: AssertNoExtraWork, Message: strings.Join(bad, "; ") + ": a load without a boot change"}
+		return AssertionResult{Name: AssertNoExtraWork, Message: Summarize("a load without a boot change", bad), Details: bad}
 	}
 	source := "the kernels' counts and the worker pods"
 	if !counted {
@@ -152,17 +150,18 @@ type NodeState struct {
 // differs from its kernel, given the spec the engine wrote and the
 // scenario's declared modules. bootOK: the boot part applies (see
 // BootApplicable).
-func Inconsistencies(n string, sn NodeState, spec, declared []Module, bootOK bool) []string {
-	var bad []string
+func Inconsistencies(n string, sn NodeState, spec, declared []Module, bootOK bool) []Detail {
+	var bad []Detail
+	add := func(format string, a ...any) { bad = append(bad, Detail{Node: n, Evidence: fmt.Sprintf(format, a...)}) }
 	for _, e := range sn.Status {
 		switch {
 		case bootOK && e.BootID != sn.TruthBoot:
-			bad = append(bad, fmt.Sprintf("node %s: status says %s was loaded in boot %s, the node is in boot %s", n, e.Name, Short(e.BootID), Short(sn.TruthBoot)))
+			add("status says %s was loaded in boot %s, the node is in boot %s", e.Name, Short(e.BootID), Short(sn.TruthBoot))
 		case e.ModuleName != "" && !slices.Contains(sn.TruthModules, e.ModuleName):
 			if bootOK {
-				bad = append(bad, fmt.Sprintf("node %s: status says %s is loaded in boot %s, the kernel has %v", n, e.Name, Short(e.BootID), sn.TruthModules))
+				add("status says %s is loaded in boot %s, the kernel has %v", e.Name, Short(e.BootID), sn.TruthModules)
 			} else {
-				bad = append(bad, fmt.Sprintf("node %s: status lists %s as loaded, the kernel has %v", n, e.Name, sn.TruthModules))
+				add("status lists %s as loaded, the kernel has %v", e.Name, sn.TruthModules)
 			}
 		}
 	}
@@ -171,7 +170,7 @@ func Inconsistencies(n string, sn NodeState, spec, declared []Module, bootOK boo
 	}
 	for _, m := range spec {
 		if !hasEntry(m.Name) {
-			bad = append(bad, fmt.Sprintf("node %s: spec has %s but status has no entry", n, m.Name))
+			add("spec has %s but status has no entry", m.Name)
 		}
 	}
 	for _, m := range declared {
@@ -179,13 +178,24 @@ func Inconsistencies(n string, sn NodeState, spec, declared []Module, bootOK boo
 			continue
 		}
 		if slices.Contains(sn.TruthModules, m.ModuleName) {
-			bad = append(bad, fmt.Sprintf("node %s: %s was removed from the spec but is loaded", n, m.ModuleName))
+			add("%s was removed from the spec but is loaded", m.ModuleName)
 		}
 		if hasEntry(m.Name) {
-			bad = append(bad, fmt.Sprintf("node %s: %s was removed from the spec but has a status entry", n, m.Name))
+			add("%s was removed from the spec but has a status entry", m.Name)
 		}
 	}
 	return bad
+}
+
+// JudgeConsistency is the consistency assertion on the inconsistencies
+// found on every node (Inconsistencies): none, or a message naming how
+// many nodes and the first few, with every one in Details.
+func JudgeConsistency(bad []Detail) AssertionResult {
+	if len(bad) == 0 {
+		return AssertionResult{Name: AssertConsistency, OK: true, Message: "NodeModulesConfig status matches the kernels"}
+	}
+	bad = slices.Clone(bad)
+	return AssertionResult{Name: AssertConsistency, Message: Summarize("NodeModulesConfig status differs from the kernel", bad), Details: bad}
 }
 
 // BootApplicable says whether the subject's NodeModulesConfig API has
@@ -225,20 +235,19 @@ const StatusClaimSlack = time.Second
 // business. end is when the case was judged, for claims that still
 // stand.
 func JudgeStatusAfterLoad(r Record, end time.Time) AssertionResult {
-	var bad []string
+	var bad []Detail
 	claims := 0
 	for _, n := range slices.Sorted(maps.Keys(r.Nodes)) {
 		nr := r.Nodes[n]
 		for _, c := range nr.Claims {
 			claims++
 			if why := earlyClaim(nr, c, end); why != "" {
-				bad = append(bad, fmt.Sprintf("node %s: %s", n, why))
+				bad = append(bad, Detail{Node: n, Evidence: why})
 			}
 		}
 	}
-	sort.Strings(bad)
 	if len(bad) > 0 {
-		return AssertionResult{Name: AssertStatusAfterLoad, Message: strings.Join(bad, "; ") + ": a status claimed a load before the kernel made it"}
+		return AssertionResult{Name: AssertStatusAfterLoad, Message: Summarize("a status claimed a load before the kernel made it", bad), Details: bad}
 	}
 	if claims == 0 {
 		return AssertionResult{Name: AssertStatusAfterLoad, OK: true, Message: "no status entry claimed a load"}

@@ -144,7 +144,9 @@ type NodeLoad struct {
 type WaitResult struct {
 	Held  bool
 	Nodes []NodeLoad // WaitReload
-	Why   string     // WaitWorker: what was not seen
+	// WaitWorker: what was not seen, and on which nodes.
+	Why      string
+	NoWorker []string
 }
 
 // InitialWait: w is a reload wait that started before the case's first

@@ -74,14 +74,14 @@ func TestJudgeExtraWork(t *testing.T) {
 		// pod the observer never saw (another pod of the same name, or no
 		// worker pod at all) is still one.
 		{"kernel counts a load no pod explains", []Load{l("n0", "m", "Load", "a")}, truth("n0", "a", "m", 2, 0), false,
-			"module m loaded 2 times in boot a of node n0 (0 unloads; the kernel counted 2 loads, worker pods 1)"},
+			"a load without a boot change on node n0: module m loaded 2 times in boot a (0 unloads; the kernel counted 2 loads, worker pods 1)"},
 		{"kernel counts a load, no pod seen", nil, truth("n0", "a", "m", 2, 0), false, "the kernel counted 2 loads, worker pods 0"},
 		{"kernel agrees", []Load{l("n0", "m", "Load", "a")}, truth("n0", "a", "m", 1, 0), true, "1 loads, none repeated within a boot (from the kernels' counts"},
 		{"kernel: reload after an unload", nil, truth("n0", "a", "m", 2, 1), true, "2 loads, none repeated"},
 		{"pods count more than a kernel that lags", []Load{l("n0", "m", "Load", "a"), l("n0", "m", "Load", "a")}, truth("n0", "a", "m", 1, 0), false, "worker pods 2"},
 		{"one per boot", []Load{l("n0", "m", "Load", "a"), l("n0", "m", "Load", "b"), l("n1", "m", "Load", "a")}, nil, true, "3 loads, none repeated"},
 		{"reload after an unload", []Load{l("n0", "m", "Load", "a"), l("n0", "m", "Unload", "a"), l("n0", "m", "Load", "a")}, nil, true, "none repeated"},
-		{"twice in one boot", []Load{l("n0", "m", "Load", "a"), l("n0", "m", "Load", "a")}, nil, false, "module m loaded 2 times in boot a of node n0 (0 unloads; the kernel counted 0 loads, worker pods 2)"},
+		{"twice in one boot", []Load{l("n0", "m", "Load", "a"), l("n0", "m", "Load", "a")}, nil, false, "a load without a boot change on node n0: module m loaded 2 times in boot a (0 unloads; the kernel counted 0 loads, worker pods 2)"},
 		{"two modules, each its own count", []Load{l("n0", "m", "Load", "a"), l("n0", "k", "Load", "a")}, nil, true, "2 loads"},
 	}
 	for _, tc := range cases {
@@ -103,23 +103,23 @@ func TestInconsistencies(t *testing.T) {
 		sn       NodeState
 		spec     []Module
 		bootOK   bool
-		want     []string
+		want     []Detail
 		declared []Module
 	}{
 		{"consistent", NodeState{TruthBoot: "b", TruthModules: []string{"dummy"}, Status: []StatusEntry{entry("dummy", "b")}}, []Module{dummy}, true, nil, nil},
 		{"stale boot", NodeState{TruthBoot: "b", TruthModules: []string{"dummy"}, Status: []StatusEntry{entry("dummy", "a")}}, []Module{dummy}, true,
-			[]string{"node n0: status says dummy was loaded in boot a, the node is in boot b"}, nil},
+			[]Detail{{"n0", "status says dummy was loaded in boot a, the node is in boot b"}}, nil},
 		{"stale boot, boot part not applicable", NodeState{TruthBoot: "b", TruthModules: []string{"dummy"}, Status: []StatusEntry{entry("dummy", "a")}}, []Module{dummy}, false, nil, nil},
 		{"claims a module the kernel lacks", NodeState{TruthBoot: "b", Status: []StatusEntry{entry("dummy", "b")}}, []Module{dummy}, true,
-			[]string{"node n0: status says dummy is loaded in boot b, the kernel has []"}, nil},
-		{"no entry for a spec module", NodeState{TruthBoot: "b"}, []Module{dummy}, true, []string{"node n0: spec has dummy but status has no entry"}, nil},
+			[]Detail{{"n0", "status says dummy is loaded in boot b, the kernel has []"}}, nil},
+		{"no entry for a spec module", NodeState{TruthBoot: "b"}, []Module{dummy}, true, []Detail{{"n0", "spec has dummy but status has no entry"}}, nil},
 		{"removed from the spec but loaded and listed", NodeState{TruthBoot: "b", TruthModules: []string{"dummy", "other"}, Status: []StatusEntry{entry("dummy", "b"), entry("other", "b")}},
-			[]Module{dummy}, true, []string{"node n0: other was removed from the spec but is loaded", "node n0: other was removed from the spec but has a status entry"}, []Module{dummy, other}},
+			[]Module{dummy}, true, []Detail{{"n0", "other was removed from the spec but is loaded"}, {"n0", "other was removed from the spec but has a status entry"}}, []Module{dummy, other}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Inconsistencies("n0", tc.sn, tc.spec, tc.declared, tc.bootOK)
-			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+			if !slices.Equal(got, tc.want) {
 				t.Errorf("got %q\nwant %q", got, tc.want)
 			}
 		})
@@ -328,8 +328,8 @@ func TestJudgeReload(t *testing.T) {
 	}
 
 	failed := JudgeReload(reloadFacts(firstWait, reloadWait(12, 5, 17.2)), reloadRecord(truths[:3]...))
-	wantFail(t, failed, "1 module(s) not reloaded within 5s (the reload bound: 10 x the slowest load measured, at least 5s; the first load took 0.50s) in wait-reloaded at line 9: "+
-		"module dummy not loaded in boot b of node n0 (last state: Ready=True boot=b)")
+	wantFail(t, failed, "1 module(s) not reloaded within 5s (the reload bound: 10 x the slowest load measured, at least 5s; the first load took 0.50s) in wait-reloaded at line 9 "+
+		"on node n0: module dummy not loaded in boot b (last state: Ready=True boot=b)")
 
 	noReboot := JudgeReload(reloadFacts(firstWait), reloadRecord(truths[:2]...))
 	if !noReboot.OK || !strings.Contains(noReboot.Message, "no reboot to reload after") {
@@ -360,16 +360,16 @@ func TestJudgeInitialLoadAndWorkerWaits(t *testing.T) {
 	// Never loaded: the initial load fails, the reload too, separately.
 	never := reloadRecord(truths[0], truths[2])
 	never.Pods = r.Pods
-	if a := JudgeInitialLoad(f, never); a.OK || !strings.Contains(a.Message, "module dummy not loaded in boot a of node n0") {
+	if a := JudgeInitialLoad(f, never); a.OK || !strings.Contains(a.Message, "on node n0: module dummy not loaded in boot a") {
 		t.Errorf("initial-load of a subject that never loads: %+v", a)
 	}
-	if a := JudgeReload(f, never); a.OK || !strings.Contains(a.Message, "module dummy not loaded in boot b of node n0") {
+	if a := JudgeReload(f, never); a.OK || !strings.Contains(a.Message, "on node n0: module dummy not loaded in boot b") {
 		t.Errorf("reload of a subject that never loads: %+v", a)
 	}
 
 	// No worker pod: the worker assertion fails, not reload.
 	noPod := reloadRecord(truths...)
-	if a := JudgeWorkerWaits(f, noPod); a.OK || !strings.Contains(a.Message, "no Load worker pod running on node n0") {
+	if a := JudgeWorkerWaits(f, noPod); a.OK || !strings.Contains(a.Message, "no Load worker pod running within 5s on node n0: last state: ") {
 		t.Errorf("worker without a pod: %+v", a)
 	}
 	if a := JudgeReload(f, noPod); !a.OK {

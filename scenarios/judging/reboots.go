@@ -91,14 +91,31 @@ func Unplanned(labels []string, reboots []RebootMetric) string {
 	if !slices.Contains(labels, LabelNoReboot) {
 		return ""
 	}
-	var seen []string
+	var seen []Detail
 	for _, m := range reboots {
 		if !m.Planned {
-			seen = append(seen, fmt.Sprintf("node %s from boot %s to %s at %.1fs", m.Node, Short(m.OldBootID), Short(m.NewBootID), float64(m.StartMS)/1000))
+			seen = append(seen, Detail{Node: m.Node, Evidence: fmt.Sprintf("from boot %s to %s at %.1fs", Short(m.OldBootID), Short(m.NewBootID), float64(m.StartMS)/1000)})
 		}
 	}
 	if len(seen) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("unplanned reboot (%s), which no action requested: the control no longer tests what it claims", strings.Join(seen, "; "))
+	// Every reboot is in results.json's reboots, planned or not: the
+	// message names the first few.
+	SortDetails(seen)
+	what, nodes := "unplanned reboot", map[string]bool{}
+	for _, d := range seen {
+		nodes[d.Node] = true
+	}
+	if len(nodes) > 1 {
+		what += fmt.Sprintf(" on %d nodes", len(nodes))
+	}
+	var shown []string
+	for _, d := range seen[:min(len(seen), DetailsShown)] {
+		shown = append(shown, fmt.Sprintf("node %s %s", d.Node, d.Evidence))
+	}
+	if rest := len(seen) - DetailsShown; rest > 0 {
+		shown = append(shown, fmt.Sprintf("and %d more, every one in results.json", rest))
+	}
+	return fmt.Sprintf("%s (%s), which no action requested: the control no longer tests what it claims", what, strings.Join(shown, "; "))
 }

@@ -86,6 +86,9 @@ type AssertionResult struct {
 	// Reloads, for a reload assertion that holds, is every reload it
 	// judged: each node's latency in each new boot.
 	Reloads []ReloadLatency `json:"reloads,omitempty"`
+	// Details, for an assertion that failed, is all of its evidence, per
+	// node; Message names only the first few (see Summarize).
+	Details []Detail `json:"details,omitempty"`
 }
 
 // ReloadLatency is one reload a case saw: a node loading its modules in

@@ -23,12 +23,17 @@ import (
 func JudgeWait(f Facts, r Record, w Wait) WaitResult {
 	end := w.Until()
 	if w.Kind == WaitWorker {
+		out := WaitResult{Held: true}
 		for _, n := range w.Nodes {
 			if !workerSeen(r.Pods, n, w.Worker, end) {
-				return WaitResult{Why: fmt.Sprintf("no %s worker pod %s on node %s within %s", w.Worker.Action, w.Worker.State, n, w.Timeout)}
+				out.Held = false
+				out.NoWorker = append(out.NoWorker, n)
 			}
 		}
-		return WaitResult{Held: true}
+		if !out.Held {
+			out.Why = fmt.Sprintf("no %s worker pod %s within %s", w.Worker.Action, w.Worker.State, w.Timeout)
+		}
+		return out
 	}
 	out := WaitResult{Held: true}
 	for _, n := range w.Nodes {
@@ -187,7 +192,8 @@ func judgeWaitsOf(name string, f Facts, r Record, pick func(Wait) bool) (res Ass
 			continue
 		}
 		if jr := JudgeWait(f, r, w); !jr.Held {
-			return AssertionResult{Name: name, Message: waitFailure(w, jr)}, held
+			msg, details := waitFailure(w, jr)
+			return AssertionResult{Name: name, Message: msg, Details: details}, held
 		}
 		held++
 	}
@@ -239,7 +245,8 @@ func JudgeReload(f Facts, r Record) AssertionResult {
 		}
 		jr := JudgeWait(f, r, w)
 		if !jr.Held {
-			res.OK, res.Message = false, waitFailure(w, jr)
+			res.OK = false
+			res.Message, res.Details = waitFailure(w, jr)
 			return res
 		}
 		waits++
@@ -264,18 +271,30 @@ func (r Record) Visible(node, boot string) time.Time {
 	return cmp.Or(r.Nodes[node].BootSeen[boot], r.Nodes[node].FirstSeen(boot))
 }
 
-// waitFailure says why wait w did not hold.
-func waitFailure(w Wait, jr WaitResult) string {
+// waitFailure says why wait w did not hold: a message that names how
+// many nodes and the first few, and every node's evidence.
+func waitFailure(w Wait, jr WaitResult) (string, []Detail) {
+	var details []Detail
 	if w.Kind == WaitWorker {
-		return fmt.Sprintf("waiting for a worker pod (%s): %s (last state: %s)", w.What, jr.Why, w.lastOf(w.Nodes))
-	}
-	var missing []string
-	for _, nl := range jr.Nodes {
-		for _, m := range nl.Missing {
-			missing = append(missing, fmt.Sprintf("module %s not loaded in boot %s of node %s (last state: %s)", m, Short(nl.Boot), nl.Node, w.lastOf([]string{nl.Node})))
+		for _, n := range jr.NoWorker {
+			details = append(details, Detail{Node: n, Evidence: "last state: " + w.lastOf([]string{n})})
 		}
+		return Summarize(fmt.Sprintf("waiting for a worker pod (%s): %s", w.What, jr.Why), details), details
 	}
-	return fmt.Sprintf("%d module(s) not reloaded within %s (%s) in %s: %s", len(missing), w.Timeout.Round(time.Millisecond), w.Why, w.What, strings.Join(missing, "; "))
+	missing := 0
+	for _, nl := range jr.Nodes {
+		if len(nl.Missing) == 0 {
+			continue
+		}
+		missing += len(nl.Missing)
+		what := "module " + nl.Missing[0]
+		if len(nl.Missing) > 1 {
+			what = "modules " + strings.Join(nl.Missing, ", ")
+		}
+		details = append(details, Detail{Node: nl.Node, Evidence: fmt.Sprintf("%s not loaded in boot %s (last state: %s)", what, Short(nl.Boot), w.lastOf([]string{nl.Node}))})
+	}
+	what := fmt.Sprintf("%d module(s) not reloaded within %s (%s) in %s", missing, w.Timeout.Round(time.Millisecond), w.Why, w.What)
+	return Summarize(what, details), details
 }
 
 // reloadSummary is the message of a reload assertion that holds.
