@@ -266,7 +266,7 @@ func (c *caseRun) waitWorkersDone(ctx context.Context, timeout time.Duration) (A
 	if isFault(err) || ctx.Err() != nil {
 		return AssertionResult{}, err // interrupted: the engine says so
 	}
-	res := judging.JudgeWorkersFinish(c.obs.ActiveWorkers(), timeout)
+	res := judging.JudgeWorkersFinish(c.obs.ActiveWorkerDetails(), timeout)
 	if !res.OK {
 		c.obs.Action("", "", "workers-finish: "+res.Message)
 	}

@@ -362,7 +362,7 @@ func TestLateExtraLoadIsWaitedForAndCounted(t *testing.T) {
 	if err != nil {
 		t.Fatalf("waitWorkersDone with a stuck worker: error %v, want a failed assertion", err)
 	}
-	wantFail(t, r, "1 worker pod(s) still not ended 300ms after the timeline: kmm-worker-n0-dummy (Load dummy, Pending)")
+	wantFail(t, r, "1 worker pod(s) still not ended 300ms after the timeline on node n0: worker pod kmm-worker-n0-dummy (Load dummy, Pending)")
 	if d := decide("s", "bootid", Expectation{Outcome: Pass}, []AssertionResult{r}, nil); d.Verdict != Fail || !strings.HasPrefix(d.Message, "workers-finish: ") {
 		t.Errorf("judged %s: %s; want fail through workers-finish", d.Verdict, d.Message)
 	}

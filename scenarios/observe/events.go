@@ -215,6 +215,21 @@ func (o *Observer) ActiveWorkers() []string {
 	return out
 }
 
+// ActiveWorkerDetails is ActiveWorkers as evidence by node: each worker
+// pod that exists and has not finished, on the node it is bound to.
+func (o *Observer) ActiveWorkerDetails() []judging.Detail {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []judging.Detail
+	for _, p := range o.pods {
+		if !p.deleted && p.phase != corev1.PodSucceeded && p.phase != corev1.PodFailed {
+			out = append(out, judging.Detail{Node: p.node, Evidence: fmt.Sprintf("worker pod %s (%s %s, %s)", p.name, p.action, p.moduleName, cmp.Or(string(p.phase), "no phase"))})
+		}
+	}
+	judging.SortDetails(out)
+	return out
+}
+
 func (o *Observer) onNMC(obj any) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok || !o.nodes[u.GetName()] {
