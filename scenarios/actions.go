@@ -126,6 +126,23 @@ func timelineActions() map[ActionKind]actionSpec {
 			run: (*caseRun).doSpec,
 		},
 		ActUpdateKernel: {fields: []string{"on"}, run: (*caseRun).doUpdateKernel},
+		// update-module-image gives a module's config a new container
+		// image (a new build of the driver, for the same kernel), as KMM's
+		// Module controller does when the Module's image changes: the old
+		// module is to be unloaded and the new one loaded, in the same boot.
+		ActUpdateImage: {
+			fields: []string{"on", "module"},
+			check: func(s *Scenario, a Action) string {
+				if a.Module == "" {
+					return "module is required"
+				}
+				if !slices.ContainsFunc(s.Modules, func(m Module) bool { return m.Name == a.Module }) {
+					return fmt.Sprintf("module %q is not among the scenario's modules", a.Module)
+				}
+				return ""
+			},
+			run: (*caseRun).doSpec,
+		},
 		ActSleep: {
 			fields: []string{"duration"},
 			check:  required("duration", func(a Action) Duration { return a.Duration }),

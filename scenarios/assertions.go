@@ -27,7 +27,7 @@ func (c *caseRun) facts(now time.Time) judging.Facts {
 		Spec: make(map[string][]judging.Module, len(c.spec)), BaseBoot: maps.Clone(c.baseBoot),
 		SubjectAt: subjectAt, FirstLoad: firstLoad, Disrupted: c.dis.all(), Waits: slices.Clone(c.waits)}
 	for n, m := range c.spec {
-		f.Spec[n] = judgedModules(m)
+		f.Spec[n] = specModules(m, c.kernel[n])
 	}
 	return f
 }
@@ -37,6 +37,16 @@ func judgedModules(ms []Module) []judging.Module {
 	out := make([]judging.Module, 0, len(ms))
 	for _, m := range ms {
 		out = append(out, judging.Module{Name: m.Name, ModuleName: m.ModuleName})
+	}
+	return out
+}
+
+// specModules is a node's spec as judging compares it: its modules with
+// the config the engine wrote for kernel.
+func specModules(ms []Module, kernel string) []judging.Module {
+	out := judgedModules(ms)
+	for i, m := range ms {
+		out[i].KernelVersion, out[i].ContainerImage = kernel, m.ContainerImage(kernel)
 	}
 	return out
 }
@@ -77,11 +87,12 @@ func (c *caseRun) checkConsistency(ctx context.Context, wait bool) (AssertionRes
 	var res AssertionResult
 	check := func() error {
 		why = judging.BootApplicable(schemaHas, schemaKnown, c.obs.StatusBootSeen())
-		f := c.facts(time.Now())
+		f, rec := c.facts(time.Now()), c.obs.Record()
 		var bad []judging.Detail
 		for _, n := range f.Names {
 			sn := c.obs.Snapshot(n)
-			state := judging.NodeState{TruthBoot: sn.TruthBoot, TruthModules: sn.TruthModules, Status: sn.Status}
+			state := judging.NodeState{TruthBoot: sn.TruthBoot, TruthModules: sn.TruthModules, Status: sn.Status,
+				LastLoadImage: judging.LastLoadImages(rec, n, sn.TruthBoot)}
 			bad = append(bad, judging.Inconsistencies(n, state, f.Spec[n], f.Declared, why == "")...)
 		}
 		if res = judging.JudgeConsistency(bad); !res.OK {

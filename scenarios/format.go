@@ -57,6 +57,21 @@ type Module struct {
 	ModuleName string `yaml:"moduleName"`
 	// LoadingOrder is modprobe.modulesLoadingOrder.
 	LoadingOrder []string `yaml:"loadingOrder"`
+
+	// imageRevision counts the update-module-image actions applied to
+	// the module (its config's containerImage, see ContainerImage).
+	imageRevision int
+}
+
+// ContainerImage is the image the engine writes into the module's config
+// for a node running kernel: a new one after each update-module-image
+// (a new build of the driver).
+func (m Module) ContainerImage(kernel string) string {
+	img := "example.invalid/bootproof/" + m.Name + ":" + kernel
+	if m.imageRevision > 0 {
+		img += fmt.Sprintf("-r%d", m.imageRevision)
+	}
+	return img
 }
 
 // PausesSubject reports whether the timeline stops or restarts the

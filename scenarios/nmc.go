@@ -87,7 +87,7 @@ func (b NMCBuilder) Entries(mods []Module) []NMCModule {
 			Tolerations: contract.SimulatedTolerations(),
 			Config: NMCModuleConfig{
 				KernelVersion:   b.KernelVersion,
-				ContainerImage:  "example.invalid/bootproof/" + m.Name + ":" + b.KernelVersion,
+				ContainerImage:  m.ContainerImage(b.KernelVersion),
 				ImagePullPolicy: corev1.PullIfNotPresent,
 				InsecurePull:    false,
 				Modprobe:        NMCModprobe{ModuleName: m.ModuleName, ModulesLoadingOrder: slices.Clone(m.LoadingOrder)},
@@ -118,8 +118,9 @@ func (n *NodeModulesConfig) Unstructured() (*unstructured.Unstructured, error) {
 	return u, nil
 }
 
-// ApplySpecAction returns the spec modules after a remove-module or
-// add-module action (mods itself for any other action).
+// ApplySpecAction returns the spec modules after a remove-module,
+// add-module or update-module-image action (mods itself for any other
+// action).
 func ApplySpecAction(mods []Module, a Action) []Module {
 	switch a.Kind {
 	case ActRemoveModule:
@@ -130,6 +131,14 @@ func ApplySpecAction(mods []Module, a Action) []Module {
 			mn = strings.ReplaceAll(a.Module, "-", "_")
 		}
 		return append(slices.Clone(mods), Module{Name: a.Module, ModuleName: mn, LoadingOrder: a.LoadingOrder})
+	case ActUpdateImage:
+		out := slices.Clone(mods)
+		for i := range out {
+			if out[i].Name == a.Module {
+				out[i].imageRevision++
+			}
+		}
+		return out
 	}
 	return mods
 }

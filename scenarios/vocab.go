@@ -26,6 +26,7 @@ const (
 	ActRemoveModule   ActionKind = "remove-module"
 	ActAddModule      ActionKind = "add-module"
 	ActUpdateKernel   ActionKind = "update-kernel-version"
+	ActUpdateImage    ActionKind = "update-module-image"
 	ActSleep          ActionKind = "sleep"
 )
 

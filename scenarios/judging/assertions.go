@@ -144,6 +144,22 @@ type NodeState struct {
 	TruthBoot    string
 	TruthModules []string
 	Status       []StatusEntry
+	// LastLoadImage is, per kernel module, the image of the last loader
+	// pod seen succeed in the node's current boot (LastLoadImages).
+	LastLoadImage map[string]string
+}
+
+// LastLoadImages is, per kernel module, the image of the last Load the
+// record holds of node in boot (a worker whose config names no image
+// leaves the module out).
+func LastLoadImages(r Record, node, boot string) map[string]string {
+	out := map[string]string{}
+	for _, l := range r.Loads {
+		if l.Node == node && l.Boot == boot && l.Action == "Load" && l.Image != "" {
+			out[l.ModuleName] = l.Image
+		}
+	}
+	return out
 }
 
 // Inconsistencies lists how node n's NodeModulesConfig status (in sn)
@@ -172,6 +188,7 @@ func Inconsistencies(n string, sn NodeState, spec, declared []Module, bootOK boo
 		if !hasEntry(m.Name) {
 			add("spec has %s but status has no entry", m.Name)
 		}
+		bad = append(bad, configDiffers(n, sn, m)...)
 	}
 	for _, m := range declared {
 		if slices.ContainsFunc(spec, func(x Module) bool { return x.Name == m.Name }) {
@@ -183,6 +200,31 @@ func Inconsistencies(n string, sn NodeState, spec, declared []Module, bootOK boo
 		if hasEntry(m.Name) {
 			add("%s was removed from the spec but has a status entry", m.Name)
 		}
+	}
+	return bad
+}
+
+// configDiffers lists how the config of module m's status entry, and of
+// its last load in the node's current boot, differ from the config the
+// engine wrote for it (m): a status or a kernel still at an old kernel
+// version or image. A field the subject's status leaves empty is not
+// compared (an API without it).
+func configDiffers(n string, sn NodeState, m Module) []Detail {
+	var bad []Detail
+	add := func(format string, a ...any) { bad = append(bad, Detail{Node: n, Evidence: fmt.Sprintf(format, a...)}) }
+	for _, e := range sn.Status {
+		if e.Name != m.Name {
+			continue
+		}
+		if e.KernelVersion != "" && m.KernelVersion != "" && e.KernelVersion != m.KernelVersion {
+			add("status says %s was loaded for kernel %s, the spec asks for %s", e.Name, e.KernelVersion, m.KernelVersion)
+		}
+		if e.ContainerImage != "" && m.ContainerImage != "" && e.ContainerImage != m.ContainerImage {
+			add("status says %s was loaded from image %s, the spec asks for %s", e.Name, e.ContainerImage, m.ContainerImage)
+		}
+	}
+	if img, ok := sn.LastLoadImage[m.ModuleName]; ok && m.ContainerImage != "" && img != m.ContainerImage {
+		add("the last load of %s in boot %s ran image %s, the spec asks for %s", m.ModuleName, Short(sn.TruthBoot), img, m.ContainerImage)
 	}
 	return bad
 }

@@ -44,6 +44,9 @@ type Facts struct {
 // entry name and modprobe's name.
 type Module struct {
 	Name, ModuleName string
+	// KernelVersion and ContainerImage are the config the engine wrote
+	// for it into a node's spec ("" in the scenario's declared modules).
+	KernelVersion, ContainerImage string
 }
 
 // Disruption is a reboot, kubelet restart, network blip or pause of one

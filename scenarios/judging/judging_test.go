@@ -113,6 +113,17 @@ func TestInconsistencies(t *testing.T) {
 		{"claims a module the kernel lacks", NodeState{TruthBoot: "b", Status: []StatusEntry{entry("dummy", "b")}}, []Module{dummy}, true,
 			[]Detail{{"n0", "status says dummy is loaded in boot b, the kernel has []"}}, nil},
 		{"no entry for a spec module", NodeState{TruthBoot: "b"}, []Module{dummy}, true, []Detail{{"n0", "spec has dummy but status has no entry"}}, nil},
+		{"status and the last load at the spec's config", NodeState{TruthBoot: "b", TruthModules: []string{"dummy"},
+			Status: []StatusEntry{{Name: "dummy", ModuleName: "dummy", BootID: "b", KernelVersion: "6.1", ContainerImage: "img:r1"}}, LastLoadImage: map[string]string{"dummy": "img:r1"}},
+			[]Module{{Name: "dummy", ModuleName: "dummy", KernelVersion: "6.1", ContainerImage: "img:r1"}}, true, nil, nil},
+		{"status and the last load at an old image and kernel", NodeState{TruthBoot: "b", TruthModules: []string{"dummy"},
+			Status: []StatusEntry{{Name: "dummy", ModuleName: "dummy", BootID: "b", KernelVersion: "6.1", ContainerImage: "img"}}, LastLoadImage: map[string]string{"dummy": "img"}},
+			[]Module{{Name: "dummy", ModuleName: "dummy", KernelVersion: "6.2", ContainerImage: "img:r1"}}, true, []Detail{
+				{"n0", "status says dummy was loaded for kernel 6.1, the spec asks for 6.2"},
+				{"n0", "status says dummy was loaded from image img, the spec asks for img:r1"},
+				{"n0", "the last load of dummy in boot b ran image img, the spec asks for img:r1"}}, nil},
+		{"a status without a config is not compared", NodeState{TruthBoot: "b", TruthModules: []string{"dummy"}, Status: []StatusEntry{entry("dummy", "b")}},
+			[]Module{{Name: "dummy", ModuleName: "dummy", KernelVersion: "6.2", ContainerImage: "img:r1"}}, true, nil, nil},
 		{"removed from the spec but loaded and listed", NodeState{TruthBoot: "b", TruthModules: []string{"dummy", "other"}, Status: []StatusEntry{entry("dummy", "b"), entry("other", "b")}},
 			[]Module{dummy}, true, []Detail{{"n0", "other was removed from the spec but is loaded"}, {"n0", "other was removed from the spec but has a status entry"}}, []Module{dummy, other}},
 	}
@@ -123,6 +134,21 @@ func TestInconsistencies(t *testing.T) {
 				t.Errorf("got %q\nwant %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestLastLoadImages(t *testing.T) {
+	r := Record{Loads: []Load{
+		{Node: "n0", ModuleName: "dummy", Action: "Load", Boot: "a", Image: "img"},
+		{Node: "n0", ModuleName: "dummy", Action: "Load", Boot: "b", Image: "img"},
+		{Node: "n0", ModuleName: "dummy", Action: "Unload", Boot: "b", Image: "img"},
+		{Node: "n0", ModuleName: "dummy", Action: "Load", Boot: "b", Image: "img:r1"},
+		{Node: "n1", ModuleName: "dummy", Action: "Load", Boot: "b", Image: "other"},
+		{Node: "n0", ModuleName: "bonding", Action: "Load", Boot: "b"},
+	}}
+	got := LastLoadImages(r, "n0", "b")
+	if len(got) != 1 || got["dummy"] != "img:r1" {
+		t.Errorf("LastLoadImages(n0, b) = %v, want dummy: img:r1 (the last load of the boot; none for a worker without an image)", got)
 	}
 }
 

@@ -68,6 +68,9 @@ type Load struct {
 	At           time.Time
 	// Modules are the modules the kernel had loaded after it.
 	Modules []string
+	// Image is the container image of the worker's config ("" when its
+	// config names none).
+	Image string
 }
 
 // Pod is what the observer saw of one worker pod.
@@ -88,6 +91,8 @@ type StatusEntry struct {
 	BootID        string
 	KernelVersion string
 	ModuleName    string
+	// ContainerImage is the entry's config.containerImage.
+	ContainerImage string
 }
 
 // StatusClaim is one NodeModulesConfig status entry with a bootId as the

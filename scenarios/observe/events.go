@@ -149,7 +149,8 @@ func (o *Observer) onPod(obj any) {
 	key := string(p.UID)
 	po := o.pods[key]
 	if po == nil {
-		po = &podObs{name: p.Name, node: p.Spec.NodeName, action: action, created: now, moduleName: moduleNameOf(p)}
+		cfg := workerConfigOf(p)
+		po = &podObs{name: p.Name, node: p.Spec.NodeName, action: action, created: now, moduleName: cfg.Modprobe.ModuleName, image: cfg.ContainerImage}
 		o.pods[key] = po
 		o.record(trace.Event{Kind: trace.KindPod, Node: po.node, Pod: p.Name, Module: po.moduleName, WorkerAction: action, Phase: trace.PhaseCreated, Detail: action + " created"}, now)
 	}
@@ -170,7 +171,7 @@ func (o *Observer) onPod(obj any) {
 			boot = o.state[po.node].bootID
 		}
 		po.loadBoot = boot
-		o.loads = append(o.loads, load{node: po.node, moduleName: po.moduleName, action: action, boot: boot, at: now, modules: mods})
+		o.loads = append(o.loads, load{node: po.node, moduleName: po.moduleName, action: action, boot: boot, at: now, modules: mods, image: po.image})
 		o.record(trace.Event{Kind: trace.KindLoad, Node: po.node, Pod: p.Name, Module: po.moduleName, BootID: boot, WorkerAction: action, Detail: action}, now)
 	}
 }
@@ -273,6 +274,7 @@ func entries(u *unstructured.Unstructured, field string) []judging.StatusEntry {
 		e.BootID, _, _ = unstructured.NestedString(m, "bootId")
 		e.KernelVersion, _, _ = unstructured.NestedString(m, "config", "kernelVersion")
 		e.ModuleName, _, _ = unstructured.NestedString(m, "config", "modprobe", "moduleName")
+		e.ContainerImage, _, _ = unstructured.NestedString(m, "config", "containerImage")
 		out = append(out, e)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

@@ -67,6 +67,7 @@ func truthOf(g *contract.GroundTruth) Truth {
 // podObs is what the observer knows of one worker pod.
 type podObs struct {
 	name, node, action, moduleName string
+	image                          string
 	created                        time.Time
 	runningAt, succeededAt         time.Time // first seen so (zero: never)
 	phase                          corev1.PodPhase
@@ -79,6 +80,7 @@ type load struct {
 	node, moduleName, action, boot string
 	at                             time.Time
 	modules                        []string
+	image                          string
 }
 
 // nodeObs is the observer's view of one node.

@@ -18,7 +18,7 @@ func (o *Observer) Record() judging.Record {
 		r.Nodes[n] = o.nodeRecordLocked(n)
 	}
 	for _, l := range o.loads {
-		r.Loads = append(r.Loads, judging.Load{Node: l.node, ModuleName: l.moduleName, Action: l.action, Boot: l.boot, At: l.at, Modules: slices.Clone(l.modules)})
+		r.Loads = append(r.Loads, judging.Load{Node: l.node, ModuleName: l.moduleName, Action: l.action, Boot: l.boot, At: l.at, Modules: slices.Clone(l.modules), Image: l.image})
 	}
 	r.Pods = o.podsLocked()
 	return r

@@ -6,15 +6,20 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// moduleNameOf reads modprobe.moduleName from a worker pod's config.
-func moduleNameOf(p *corev1.Pod) string {
-	var c struct {
-		Modprobe struct {
-			ModuleName string `json:"moduleName"`
-		} `json:"modprobe"`
-	}
+// workerConfig is the part of a worker pod's config the observer reads.
+type workerConfig struct {
+	ContainerImage string `json:"containerImage"`
+	Modprobe       struct {
+		ModuleName string `json:"moduleName"`
+	} `json:"modprobe"`
+}
+
+// workerConfigOf reads a worker pod's config (modprobe.moduleName and
+// containerImage); empty where it does not parse.
+func workerConfigOf(p *corev1.Pod) workerConfig {
+	var c workerConfig
 	_ = yaml.Unmarshal([]byte(p.Annotations[contract.WorkerConfigAnnotation]), &c)
-	return c.Modprobe.ModuleName
+	return c
 }
 
 // terminationBoot reads the boot a worker's action ran in, and the
