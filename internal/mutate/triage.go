@@ -52,6 +52,9 @@ type TriageEntry struct {
 	File     string   `yaml:"file"`
 	Func     string   `yaml:"func"`
 	Operator Operator `yaml:"operator"`
+	// Original, with File and Func, matches only the mutants whose
+	// replaced text (Mutant.Original, on one line) matches it (a glob).
+	Original string `yaml:"original"`
 	// Why says why the change cannot alter what the reconciler does
 	// (equivalent), or which situation the catalog lacks to see it (gap).
 	Why string `yaml:"why"`
@@ -94,8 +97,8 @@ func (e *TriageEntry) validate(file string, doc *yaml.Node, kind TriageKind, i i
 		return &fileformat.FieldError{File: file, Line: e.line, Field: fmt.Sprintf("%s%s[%d].%s", kind, listSuffix(kind), i, field), Msg: msg}
 	}
 	switch {
-	case e.Key != "" && (e.File != "" || e.Func != "" || e.Operator != ""):
-		return bad("key", "give either key (one mutant) or file and func (with an optional operator), not both")
+	case e.Key != "" && (e.File != "" || e.Func != "" || e.Operator != "" || e.Original != ""):
+		return bad("key", "give either key (one mutant) or file and func (with an optional operator and original), not both")
 	case e.Key == "" && (e.File == "" || e.Func == ""):
 		return bad("file", "required with func when there is no key: the file and the function whose mutants it explains")
 	case e.Operator != "" && !knownOperator(e.Operator):
@@ -105,7 +108,7 @@ func (e *TriageEntry) validate(file string, doc *yaml.Node, kind TriageKind, i i
 	case strings.TrimSpace(e.Why) == "":
 		return bad("why", "required: which situation the catalog lacks to see the defect")
 	}
-	for _, p := range []string{e.File, e.Func} {
+	for _, p := range []string{e.File, e.Func, e.Original} {
 		if _, err := path.Match(p, ""); err != nil {
 			return bad("func", fmt.Sprintf("%q is not a glob: %v", p, err))
 		}
@@ -170,6 +173,11 @@ func (t *Triage) Lookup(m Mutant) *TriageEntry {
 		}
 		if fn, _ := path.Match(e.Func, m.Func); !fn {
 			continue
+		}
+		if e.Original != "" {
+			if o, _ := path.Match(e.Original, oneLine(m.Original)); !o {
+				continue
+			}
 		}
 		if e.Operator == "" || e.Operator == m.Operator {
 			return e
