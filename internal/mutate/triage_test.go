@@ -87,3 +87,30 @@ func TestTriageLookup(t *testing.T) {
 		t.Errorf("triaged statuses wrong")
 	}
 }
+
+// TestTriageOriginal: an entry narrowed by the replaced text matches only
+// the mutants of that text.
+func TestTriageOriginal(t *testing.T) {
+	set := genSet(t)
+	p := writeTriage(t, "equivalent:
+  - {file: gen.go, func: (*T).Cond, operator: condition-false, original: 'i == *', why: w}
+")
+	tr, err := ReadTriage(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var matched []string
+	for _, m := range set.Mutants {
+		if tr.Lookup(m) != nil {
+			matched = append(matched, m.Change())
+		}
+	}
+	if len(matched) != 1 || matched[0] != "i == 2 → false" {
+		t.Errorf("matched %q, want only the condition-false of i == 2", matched)
+	}
+	if _, err := ReadTriage(writeTriage(t, "equivalent:
+  - {key: a#1, original: x, why: w}
+")); err == nil || !strings.Contains(err.Error(), "either key") {
+		t.Errorf("a key with an original: %v, want refused", err)
+	}
+}
