@@ -92,9 +92,7 @@ func TestTriageLookup(t *testing.T) {
 // the mutants of that text.
 func TestTriageOriginal(t *testing.T) {
 	set := genSet(t)
-	p := writeTriage(t, "equivalent:
-  - {file: gen.go, func: (*T).Cond, operator: condition-false, original: 'i == *', why: w}
-")
+	p := writeTriage(t, "equivalent:\n  - {file: gen.go, func: (*T).Cond, operator: condition-false, original: 'i == *', why: w}\n")
 	tr, err := ReadTriage(p)
 	if err != nil {
 		t.Fatal(err)
@@ -108,9 +106,7 @@ func TestTriageOriginal(t *testing.T) {
 	if len(matched) != 1 || matched[0] != "i == 2 → false" {
 		t.Errorf("matched %q, want only the condition-false of i == 2", matched)
 	}
-	if _, err := ReadTriage(writeTriage(t, "equivalent:
-  - {key: a#1, original: x, why: w}
-")); err == nil || !strings.Contains(err.Error(), "either key") {
+	if _, err := ReadTriage(writeTriage(t, "equivalent:\n  - {key: a#1, original: x, why: w}\n")); err == nil || !strings.Contains(err.Error(), "either key") {
 		t.Errorf("a key with an original: %v, want refused", err)
 	}
 }
