@@ -9,9 +9,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/scenarios/judging"
 	"github.com/bootproof/bootproof/scenarios/trace"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // actionSpec is one kind of action, in one place: the parameters a
@@ -143,6 +145,12 @@ func timelineActions() map[ActionKind]actionSpec {
 			},
 			run: (*caseRun).doSpec,
 		},
+		// delete-nmc deletes the targeted nodes' NodeModulesConfigs, as a
+		// person does by hand or KMM once no Module selects the node: the
+		// garbage collector then deletes the worker pods they own, which
+		// the subject must release (its finalizer). A later spec action
+		// on the node creates the NodeModulesConfig again.
+		ActDeleteNMC: {fields: []string{"on"}, run: (*caseRun).doDeleteNMC},
 		ActSleep: {
 			fields: []string{"duration"},
 			check:  required("duration", func(a Action) Duration { return a.Duration }),
@@ -294,6 +302,25 @@ func (c *caseRun) doSpec(ctx context.Context, a Action) error {
 	}
 	return nil
 }
+
+// doDeleteNMC deletes each targeted node's NodeModulesConfig; the node
+// then has no spec, and no module's absence from it is the subject's to
+// answer for (nobody owns it any more).
+func (c *caseRun) doDeleteNMC(ctx context.Context, a Action) error {
+	for _, n := range c.targets(a.On) {
+		c.mu.Lock()
+		c.spec[n], c.nmcGone[n] = nil, true
+		c.mu.Unlock()
+		c.obs.Action(n, a.Kind, "NodeModulesConfig deleted")
+		err := c.dyn.Resource(contract.NMCResource).Delete(ctx, n, metav1.DeleteOptions{PropagationPolicy: ptrTo(metav1.DeletePropagationBackground)})
+		if err != nil {
+			return infra("delete NodeModulesConfig %s: %w", n, err)
+		}
+	}
+	return nil
+}
+
+func ptrTo[T any](v T) *T { return &v }
 
 // doUpdateKernel writes the kernel version each targeted node now runs
 // into its NodeModulesConfig.

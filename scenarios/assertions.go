@@ -41,6 +41,13 @@ func judgedModules(ms []Module) []judging.Module {
 	return out
 }
 
+// isNMCGone reports whether node n's NodeModulesConfig was deleted.
+func (c *caseRun) isNMCGone(n string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nmcGone[n]
+}
+
 // specModules is a node's spec as judging compares it: its modules with
 // the config the engine wrote for kernel.
 func specModules(ms []Module, kernel string) []judging.Module {
@@ -93,7 +100,11 @@ func (c *caseRun) checkConsistency(ctx context.Context, wait bool) (AssertionRes
 			sn := c.obs.Snapshot(n)
 			state := judging.NodeState{TruthBoot: sn.TruthBoot, TruthModules: sn.TruthModules, Status: sn.Status,
 				LastLoadImage: judging.LastLoadImages(rec, n, sn.TruthBoot)}
-			bad = append(bad, judging.Inconsistencies(n, state, f.Spec[n], f.Declared, why == "")...)
+			declared := f.Declared
+			if c.isNMCGone(n) {
+				declared = nil // nobody answers for what its spec no longer says
+			}
+			bad = append(bad, judging.Inconsistencies(n, state, f.Spec[n], declared, why == "")...)
 		}
 		if res = judging.JudgeConsistency(bad); !res.OK {
 			return errors.New(res.Message)

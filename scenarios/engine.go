@@ -83,6 +83,9 @@ type caseRun struct {
 	mu     sync.Mutex
 	spec   map[string][]Module // the NMC spec the engine wrote, per node
 	kernel map[string]string   // kernel version per node for the NMC spec
+	// nmcGone marks the nodes whose NodeModulesConfig delete-nmc deleted
+	// (and no spec action wrote again).
+	nmcGone map[string]bool
 
 	// dis is the ledger of the case's node disruptions.
 	dis disruptions
@@ -120,7 +123,7 @@ func (e *Engine) Run(ctx context.Context, s *Scenario, subj Subject) CaseResult 
 	res.NodeCount = n
 	c := &caseRun{e: e, s: s, subj: subj, grace: grace, start: start, id: newID(),
 		log:  logr.FromContextOrDiscard(ctx).WithValues("scenario", s.Name, "subject", subj.Name()),
-		spec: map[string][]Module{}, kernel: map[string]string{}, baseBoot: map[string]string{}}
+		spec: map[string][]Module{}, kernel: map[string]string{}, baseBoot: map[string]string{}, nmcGone: map[string]bool{}}
 	c.ns = "bp-" + c.id
 	for i := range n {
 		name := fmt.Sprintf("bp-%s-n%d", c.id, i)

@@ -653,3 +653,41 @@ func TestObservationGap(t *testing.T) {
 		t.Errorf("an unreadable ground truth: %s: %s", d.Verdict, d.Message)
 	}
 }
+
+// A finished worker pod whose deletion began but which a finalizer keeps
+// has not ended: workers-finish waits for it and fails when it stays (a
+// subject that never releases the pods of a deleted NodeModulesConfig).
+// A deleted NodeModulesConfig leaves its node without spec or status.
+func TestWorkerKeptByAFinalizerHasNotEnded(t *testing.T) {
+	s := newScript(t, "recorded")
+	s.node(corev1.ConditionTrue, "a")
+	s.loadPod("1", "Load", "a")
+	if got := s.c.obs.ActiveWorkers(); len(got) != 0 {
+		t.Fatalf("ActiveWorkers = %v for a Succeeded pod", got)
+	}
+	kept := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "kmm-worker-n0-dummy", UID: "1", DeletionTimestamp: ptrTo(metav1.Now()),
+		Finalizers: []string{"kmm.node.kubernetes.io/nodemodulesconfig-reconciler"},
+		Labels:     map[string]string{contract.WorkerActionLabel: "Load"}, Annotations: map[string]string{contract.WorkerConfigAnnotation: "modprobe:\n  moduleName: dummy\n"}},
+		Spec: corev1.PodSpec{NodeName: "n0"}, Status: corev1.PodStatus{Phase: corev1.PodSucceeded}}
+	s.c.obs.Observe(kept)
+	r, err := s.c.waitWorkersDone(context.Background(), 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantFail(t, r, "worker pod kmm-worker-n0-dummy (Load dummy, Succeeded) still there, its deletion begun: a finalizer keeps it")
+	s.c.obs.ObserveDeleted(kept)
+	if r, err := s.c.waitWorkersDone(context.Background(), 300*time.Millisecond); err != nil || !r.OK {
+		t.Errorf("after the pod is gone: %+v, %v; want workers-finish held", r, err)
+	}
+
+	s.status("a")
+	if sn := s.c.obs.Snapshot("n0"); len(sn.Status) != 1 {
+		t.Fatalf("status %v, want the entry", sn.Status)
+	}
+	nmc := &unstructured.Unstructured{}
+	nmc.SetName("n0")
+	s.c.obs.ObserveDeleted(cache.DeletedFinalStateUnknown{Key: "n0", Obj: nmc})
+	if sn := s.c.obs.Snapshot("n0"); len(sn.Status) != 0 {
+		t.Errorf("status %v after the NodeModulesConfig was deleted, want none", sn.Status)
+	}
+}

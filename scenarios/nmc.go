@@ -154,6 +154,12 @@ func (c *caseRun) writeNMC(ctx context.Context, node string, create bool) error 
 		return err
 	}
 	res := c.dyn.Resource(contract.NMCResource)
+	c.mu.Lock()
+	if c.nmcGone[node] {
+		delete(c.nmcGone, node) // deleted by delete-nmc: written anew
+		create = true
+	}
+	c.mu.Unlock()
 	if create {
 		if _, err := res.Create(ctx, u, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create NodeModulesConfig %s: %w", node, err)

@@ -27,6 +27,7 @@ const (
 	ActAddModule      ActionKind = "add-module"
 	ActUpdateKernel   ActionKind = "update-kernel-version"
 	ActUpdateImage    ActionKind = "update-module-image"
+	ActDeleteNMC      ActionKind = "delete-nmc"
 	ActSleep          ActionKind = "sleep"
 )
 

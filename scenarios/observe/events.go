@@ -159,6 +159,11 @@ func (o *Observer) onPod(obj any) {
 		o.record(trace.Event{Kind: trace.KindPod, Node: po.node, Pod: p.Name, Module: po.moduleName, WorkerAction: action, Phase: trace.Phase(p.Status.Phase),
 			Detail: action + " " + string(p.Status.Phase)}, now)
 	}
+	if p.DeletionTimestamp != nil && !po.deleting {
+		po.deleting = true
+		o.record(trace.Event{Kind: trace.KindPod, Node: po.node, Pod: p.Name, Module: po.moduleName, WorkerAction: action, Phase: trace.Phase(p.Status.Phase),
+			Detail: action + " being deleted"}, now)
+	}
 	if p.Status.Phase == corev1.PodRunning && !po.running {
 		po.running, po.runningAt = true, now
 	}
@@ -201,19 +206,31 @@ func (o *Observer) StatusBootSeen() bool {
 	return o.statusBoot
 }
 
-// ActiveWorkers names the worker pods that exist and have not finished
-// (neither Succeeded nor Failed), sorted.
+// ActiveWorkers names the worker pods that have not ended, sorted (see
+// ActiveWorkerDetails).
 func (o *Observer) ActiveWorkers() []string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
 	var out []string
-	for _, p := range o.pods {
-		if !p.deleted && p.phase != corev1.PodSucceeded && p.phase != corev1.PodFailed {
-			out = append(out, fmt.Sprintf("%s (%s %s, %s)", p.name, p.action, p.moduleName, cmp.Or(string(p.phase), "no phase")))
-		}
+	for _, d := range o.ActiveWorkerDetails() {
+		out = append(out, d.Evidence)
 	}
 	sort.Strings(out)
 	return out
+}
+
+// notEnded says how a worker pod has not ended ("" when it has): it
+// exists and has neither Succeeded nor Failed, or its deletion started
+// and something (a finalizer) still keeps it.
+func (p *podObs) notEnded() string {
+	phase := cmp.Or(string(p.phase), "no phase")
+	switch {
+	case p.deleted:
+		return ""
+	case p.phase != corev1.PodSucceeded && p.phase != corev1.PodFailed:
+		return fmt.Sprintf("worker pod %s (%s %s, %s)", p.name, p.action, p.moduleName, phase)
+	case p.deleting:
+		return fmt.Sprintf("worker pod %s (%s %s, %s) still there, its deletion begun: a finalizer keeps it", p.name, p.action, p.moduleName, phase)
+	}
+	return ""
 }
 
 // ActiveWorkerDetails is ActiveWorkers as evidence by node: each worker
@@ -223,8 +240,8 @@ func (o *Observer) ActiveWorkerDetails() []judging.Detail {
 	defer o.mu.Unlock()
 	var out []judging.Detail
 	for _, p := range o.pods {
-		if !p.deleted && p.phase != corev1.PodSucceeded && p.phase != corev1.PodFailed {
-			out = append(out, judging.Detail{Node: p.node, Evidence: fmt.Sprintf("worker pod %s (%s %s, %s)", p.name, p.action, p.moduleName, cmp.Or(string(p.phase), "no phase"))})
+		if why := p.notEnded(); why != "" {
+			out = append(out, judging.Detail{Node: p.node, Evidence: why})
 		}
 	}
 	judging.SortDetails(out)
@@ -257,6 +274,24 @@ func (o *Observer) onNMC(obj any) {
 		}
 		o.record(trace.Event{Kind: trace.KindStatus, Node: u.GetName(), Detail: strings.Join(parts, ",")}, now)
 	}
+}
+
+// onNMCDelete forgets a deleted NodeModulesConfig's spec and status.
+func (o *Observer) onNMCDelete(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || !o.nodes[u.GetName()] {
+		return
+	}
+	now := o.clock.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s := o.state[u.GetName()]
+	s.spec, s.status = nil, nil
+	s.claims = judging.UpdateClaims(s.claims, nil, now)
+	o.record(trace.Event{Kind: trace.KindStatus, Node: u.GetName(), Detail: "NodeModulesConfig deleted"}, now)
 }
 
 // entries reads spec.modules or status.modules of an NMC.

@@ -72,6 +72,9 @@ type podObs struct {
 	runningAt, succeededAt         time.Time // first seen so (zero: never)
 	phase                          corev1.PodPhase
 	running, succeeded, deleted    bool
+	// deleting: its deletion started (a deletionTimestamp), and a
+	// finalizer or the kubelet still keeps it.
+	deleting bool
 	loadBoot                       string // boot the action ran in
 }
 
@@ -198,9 +201,19 @@ func (o *Observer) Observe(obj any) {
 	}
 }
 
-// ObserveDeleted takes in the deletion of a worker pod (a *corev1.Pod or
-// the informer's cache.DeletedFinalStateUnknown of one).
-func (o *Observer) ObserveDeleted(obj any) { o.onPodDelete(obj) }
+// ObserveDeleted takes in the deletion of a worker pod or a
+// NodeModulesConfig (the object, or the informer's
+// cache.DeletedFinalStateUnknown of one).
+func (o *Observer) ObserveDeleted(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if _, ok := obj.(*unstructured.Unstructured); ok {
+		o.onNMCDelete(obj)
+		return
+	}
+	o.onPodDelete(obj)
+}
 
 // Err reports the ground truths the observer could not read (a Lease
 // whose annotation did not decode), nil when there were none.
@@ -327,6 +340,11 @@ func (o *Observer) Start(ctx context.Context) error {
 		}
 		if i.what == "Pods" {
 			if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: o.onPodDelete}); err != nil {
+				return fmt.Errorf("observer: %w", err)
+			}
+		}
+		if i.what == "NodeModulesConfigs" {
+			if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: o.onNMCDelete}); err != nil {
 				return fmt.Errorf("observer: %w", err)
 			}
 		}
