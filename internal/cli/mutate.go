@@ -17,7 +17,9 @@ import (
 
 	"github.com/bootproof/bootproof/harness/controlplane"
 	"github.com/bootproof/bootproof/internal/mutate"
+	"github.com/bootproof/bootproof/internal/shutdown"
 	"github.com/bootproof/bootproof/internal/subject"
+	"github.com/bootproof/bootproof/ownership"
 )
 
 type mutateOptions struct {
@@ -90,12 +92,31 @@ func runMutate(ctx context.Context, s Streams, mo mutateOptions, verbosity int) 
 	if err := mo.validate(); err != nil {
 		return err
 	}
-	set, err := mutate.Generate(mo.dir, mo.packages)
+	if mo.list {
+		set, err := mutate.Generate(mo.dir, mo.packages)
+		if err != nil {
+			return withCode(ExitUsage, fmt.Errorf("--package %s in --dir %s: %w", strings.Join(mo.packages, ","), mo.dir, err))
+		}
+		return listMutants(s, set)
+	}
+	// The mutants come from, and are built in, a copy of the checkout:
+	// editing it during the run changes neither. (A run killed with
+	// SIGKILL leaves it; the next run's sweep removes it, as it names its
+	// process.)
+	work, err := ownership.TempDir("mutants")
+	if err != nil {
+		return failure(err)
+	}
+	removeWork := sync.OnceFunc(func() { _ = os.RemoveAll(work) })
+	defer removeWork()
+	defer shutdown.Register("mutation work directory "+work, removeWork)()
+	src, err := mutate.Snapshot(mo.dir, filepath.Join(work, "src"))
+	if err != nil {
+		return failure(err)
+	}
+	set, err := mutate.Generate(src, mo.packages)
 	if err != nil {
 		return withCode(ExitUsage, fmt.Errorf("--package %s in --dir %s: %w", strings.Join(mo.packages, ","), mo.dir, err))
-	}
-	if mo.list {
-		return listMutants(s, set)
 	}
 	triage, err := mutate.ReadTriage(mo.triage)
 	if err != nil {
@@ -116,7 +137,7 @@ func runMutate(ctx context.Context, s Streams, mo mutateOptions, verbosity int) 
 	rc := &runContext{s: s, o: o, plan: p}
 	defer rc.close()
 	fmt.Fprintf(s.Out, "%d mutants of %s; judging %d\n", len(set.Mutants), strings.Join(mo.packages, ", "), len(todo))
-	rep, dir, err := rc.mutate(ctx, mo, set, triage, todo)
+	rep, dir, err := rc.mutate(ctx, mo, set, triage, todo, work)
 	if rep == nil {
 		return err
 	}
@@ -219,7 +240,7 @@ func listMutants(s Streams, set *mutate.Set) error {
 
 // mutate starts the embedded cluster and the fake nodes, as 'run' does,
 // and judges the mutants; the report is nil when nothing was judged.
-func (rc *runContext) mutate(ctx context.Context, mo mutateOptions, set *mutate.Set, triage *mutate.Triage, todo []mutate.Mutant) (*mutate.Report, string, error) {
+func (rc *runContext) mutate(ctx context.Context, mo mutateOptions, set *mutate.Set, triage *mutate.Triage, todo []mutate.Mutant, work string) (*mutate.Report, string, error) {
 	rc.failed = true
 	sweepTempDirs(rc.s)
 	ctx, rl := openRunLog(ctx, rc.o.verbose, rc.o.verbosity, rc.s.Err)
@@ -246,17 +267,13 @@ func (rc *runContext) mutate(ctx context.Context, mo mutateOptions, set *mutate.
 	if err != nil {
 		return nil, "", err
 	}
-	work, err := os.MkdirTemp("", "bootproof-mutants-")
-	if err != nil {
-		return nil, "", failure(err)
-	}
-	rc.defer_(func() { _ = os.RemoveAll(work) })
+	builds := filepath.Join(work, "builds")
 	var mu sync.Mutex
 	done := 0
 	cfg := mutate.Config{Set: set, Triage: triage, Mutants: todo, Cluster: cl, Backend: nodes, Scenarios: rc.plan.scenarios,
 		Module: set.Module, CoverPackages: set.Packages, CoverageOut: filepath.Join(dir, mutate.CoverageFile),
 		RunID: run.ID, Parallel: mo.parallel, NodeBudget: mo.nodes, LogDir: filepath.Join(dir, "logs"),
-		Builder: &mutate.Builder{Set: set, WorkDir: work, Nice: 10},
+		Builder: &mutate.Builder{Set: set, WorkDir: builds, Nice: 10},
 		Progress: func(r mutate.Result) {
 			mu.Lock()
 			defer mu.Unlock()

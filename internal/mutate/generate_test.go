@@ -154,3 +154,53 @@ func TestReconcilerMessagesUnobservable(t *testing.T) {
 		t.Errorf("found %d log lines, %d Events and %d observable statements removed: the reconciler has all three", logs, events, observable)
 	}
 }
+
+// TestSnapshot copies the module but for build outputs, git's files and
+// nested modules, and generates the same mutants from the copy.
+func TestSnapshot(t *testing.T) {
+	src := t.TempDir()
+	for _, f := range []string{"go.mod", "gen.go"} {
+		data, err := os.ReadFile(filepath.Join("testdata", "gen", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(src, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{"bin", ".git", "_output", "tools/other"} {
+		if err := os.MkdirAll(filepath.Join(src, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		name := "x"
+		if d == "tools/other" {
+			name = "go.mod"
+		}
+		if err := os.WriteFile(filepath.Join(src, d, name), []byte("module other\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	to, err := Snapshot(src, filepath.Join(t.TempDir(), "snap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, gone := range []string{"bin", ".git", "_output", "tools/other"} {
+		if _, err := os.Stat(filepath.Join(to, gone)); err == nil {
+			t.Errorf("the snapshot holds %s", gone)
+		}
+	}
+	a, err := Generate(src, []string{"."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Generate(to, []string{"."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Mutants) != len(b.Mutants) || a.Mutants[0].Key != b.Mutants[0].Key {
+		t.Errorf("the snapshot gives %d mutants, the module %d", len(b.Mutants), len(a.Mutants))
+	}
+	if _, err := Snapshot(t.TempDir(), filepath.Join(t.TempDir(), "x")); err == nil {
+		t.Errorf("a snapshot of a directory without go.mod was taken")
+	}
+}
