@@ -101,19 +101,21 @@ type reloadMeter struct {
 	slowestReload time.Duration
 }
 
-// QuietAtLeast is the shortest quiet window of a case's final check.
+// QuietAtLeast is the shortest quiet window of a case's final check,
+// and how much longer than the slowest load it is.
 const QuietAtLeast = 3 * time.Second
 
 // quiet is how long a case's final check, once the subject's status has
 // settled and its workers have ended, watches for more work in boots
 // already loaded (a reconciler that loads again every few seconds,
-// whatever the boot): as long as the slowest load the case measured (the
-// first load or a reload), at least QuietAtLeast, at most the scenario's
-// deadline. It depends on what the subject did only.
+// whatever the boot): QuietAtLeast beyond the slowest load the case
+// measured (the first load or a reload), so that a loop whose loads take
+// that long still starts one inside it; at most the scenario's deadline.
+// It depends on what the subject did only.
 func (m *reloadMeter) quiet(deadline time.Duration) time.Duration {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return min(deadline, max(QuietAtLeast, m.firstLoad, m.slowestReload))
+	return min(deadline, QuietAtLeast+max(m.firstLoad, m.slowestReload))
 }
 
 // started records when the subject was started.
