@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	kmmv1beta1 "github.com/bootproof/bootproof/kmm/api/v1beta1"
+	"github.com/bootproof/bootproof/kmm/detect"
 	"github.com/bootproof/bootproof/kmm/variant"
 	"github.com/bootproof/bootproof/kmm/worker"
 )
@@ -59,8 +60,16 @@ func (r *Reconciler) processSpec(ctx context.Context, p *pending, spec *kmmv1bet
 		r.plan(p, spec.ModuleItem, spec.Config, worker.ActionLoad)
 	case !sameConfig(spec.Config, status.Config):
 		if spec.Config.KernelVersion == status.Config.KernelVersion {
-			log.Info("config changed; unloading the old config first", "bootID", bootID)
-			r.plan(p, status.ModuleItem, status.Config, worker.ActionUnload)
+			switch {
+			case r.is(variant.IgnoreImageChange):
+				log.Info("calibration variant: config changed; ignoring it", "bootID", bootID)
+			case r.is(variant.LoadWithoutUnload):
+				log.Info("calibration variant: config changed; loading it over the old one", "bootID", bootID)
+				r.plan(p, spec.ModuleItem, spec.Config, worker.ActionLoad)
+			default:
+				log.Info("config changed; unloading the old config first", "bootID", bootID)
+				r.plan(p, status.ModuleItem, status.Config, worker.ActionUnload)
+			}
 		} else {
 			if r.is(variant.IgnoreKernelChange) {
 				log.Info("calibration variant: kernel version changed; ignoring it", "bootID", bootID)
@@ -74,6 +83,9 @@ func (r *Reconciler) processSpec(ctx context.Context, p *pending, spec *kmmv1bet
 		v := r.Detector.Rebooted(p.node, status)
 		if r.is(variant.UpdateEventsOnly) {
 			v = r.rebootedSinceSeen(p.node, key)
+		}
+		if r.is(variant.ReloadLoop) && r.Clock.Since(status.LastTransitionTime.Time) > reloadLoopAfter {
+			v = detect.Verdict{Rebooted: true, Reason: "calibration variant: the last load is over " + reloadLoopAfter.String() + " old"}
 		}
 		if !v.Rebooted {
 			log.V(1).Info("module loaded in this boot; nothing to do", "bootID", bootID, "detector", r.Detector.Name(), "why", v.Reason)
@@ -100,7 +112,11 @@ func (r *Reconciler) processOrphan(ctx context.Context, p *pending, status *kmmv
 	}
 	// A verdict on an entry without a recorded boot only means "not known
 	// to be loaded in this boot"; unload it rather than guess.
-	if v := r.Detector.Rebooted(p.node, status); v.Rebooted && !v.Unrecorded {
+	v := r.Detector.Rebooted(p.node, status)
+	if r.is(variant.DropRemoved) {
+		v = detect.Verdict{Rebooted: true, Reason: "calibration variant: dropped without unloading"}
+	}
+	if v.Rebooted && !v.Unrecorded {
 		removeStatus(p.nmc, status.Namespace, status.Name)
 		log.Info("spec removed and node rebooted since the load; dropping the status without unloading",
 			"bootID", bootID, "oldBootID", status.BootID, "why", v.Reason)

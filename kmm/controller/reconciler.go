@@ -150,6 +150,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	nmc, err := r.readNMC(ctx, nodeName)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
+			if r.is(variant.KeepOrphanPods) {
+				log.Info("calibration variant: nodemodulesconfig gone; keeping its worker pods")
+				return reconcile.Result{}, nil
+			}
 			return reconcile.Result{}, r.releaseOrphanPods(ctx, nodeName)
 		}
 		return reconcile.Result{}, fmt.Errorf("get nodemodulesconfig %s: %w", nodeName, err)
@@ -192,6 +196,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.event(node, e)
 	}
 	result, created := r.createPods(ctx, p)
+	if r.is(variant.ReloadLoop) && result.RequeueAfter == 0 {
+		result.RequeueAfter = reloadLoopAfter // its loop needs no event
+	}
 	if r.is(variant.StatusOnCreate) {
 		if err := r.claimCreated(ctx, p, created); err != nil {
 			p.fail(err)

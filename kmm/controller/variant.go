@@ -24,6 +24,8 @@ const (
 	slowStartDelay     = 8 * time.Second
 	slowPodStartDelay  = 3 * time.Second
 	refusedPatches     = 2
+	// reloadLoopAfter is how old reload-loop lets a load get.
+	reloadLoopAfter = 2 * time.Second
 )
 
 // variantState is what the calibration variants (Reconciler.Variant)

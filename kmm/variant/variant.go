@@ -60,6 +60,22 @@ const (
 	// TwoWorkers runs two loader pods for one load in one boot: the first
 	// one's result is dropped and the load made again.
 	TwoWorkers Name = "two-workers"
+	// IgnoreImageChange does nothing when a module's config changes
+	// without a kernel change (a new image: a new build of the driver):
+	// the old build stays loaded.
+	IgnoreImageChange Name = "ignore-image-change"
+	// LoadWithoutUnload loads a changed config over the old one without
+	// unloading it first.
+	LoadWithoutUnload Name = "load-without-unload"
+	// DropRemoved drops the status entry of a module removed from the
+	// spec without unloading it, as if the node had rebooted.
+	DropRemoved Name = "drop-removed"
+	// KeepOrphanPods never releases its finalizer from the worker pods of
+	// a deleted NodeModulesConfig: they stay, stuck in deletion.
+	KeepOrphanPods Name = "keep-orphan-pods"
+	// ReloadLoop loads a module again whenever its last load is over 2 s
+	// old, whatever the boot.
+	ReloadLoop Name = "reload-loop"
 
 	// SlowReconcile waits 2 s at the start of every reconcile.
 	SlowReconcile Name = "slow-reconcile"
@@ -97,6 +113,11 @@ var All = []Variant{
 	{IgnoreRemoved, Defect, "ignores a module removed from the spec"},
 	{UpdateEventsOnly, Defect, "notices a boot change only between boots it saw, so a reboot while it was down is missed"},
 	{TwoWorkers, Defect, "runs two loader pods for one load in one boot"},
+	{IgnoreImageChange, Defect, "ignores a config change without a kernel change (a new image)"},
+	{LoadWithoutUnload, Defect, "loads a changed config without unloading the old one first"},
+	{DropRemoved, Defect, "drops a removed module's status without unloading it"},
+	{KeepOrphanPods, Defect, "never releases the worker pods of a deleted NodeModulesConfig"},
+	{ReloadLoop, Defect, "loads again every few seconds, whatever the boot"},
 	{SlowReconcile, Slow, "waits 2 s in every reconcile"},
 	{SlowPodStart, Slow, "its loader pods take 3 s longer to start on the node"},
 	{SlowStart, Slow, "needs 8 s from start to its first reconcile, leader election on"},
