@@ -35,7 +35,9 @@ type Calibration struct {
 
 // SeesGroup is scenarios that can see a defect, for one reason.
 type SeesGroup struct {
-	// Scenarios are scenario names or globs.
+	// Scenarios are scenario names or globs; one that starts with "!"
+	// takes the scenarios it names out of the group ("*",
+	// "!nmc-deleted-while-loading": every scenario but that one).
 	Scenarios []string `yaml:"scenarios"`
 	// Expect is fail:<assertion>[,<assertion>...]: what the defect must
 	// be caught through. Only a case observed failing through one of
@@ -60,13 +62,29 @@ func (c *Calibration) Listed(name string) *SeesGroup {
 		}
 	}
 	for i := range c.Sees {
-		for _, p := range c.Sees[i].Scenarios {
-			if ok, _ := path.Match(p, name); ok {
-				return &c.Sees[i]
-			}
+		if c.Sees[i].matches(name) {
+			return &c.Sees[i]
 		}
 	}
 	return nil
+}
+
+// matches reports whether one of the group's patterns matches name and
+// none of its exclusions ("!pattern") does.
+func (g *SeesGroup) matches(name string) bool {
+	in := false
+	for _, p := range g.Scenarios {
+		if ex, ok := strings.CutPrefix(p, "!"); ok {
+			if m, _ := path.Match(ex, name); m {
+				return false
+			}
+			continue
+		}
+		if m, _ := path.Match(p, name); m {
+			in = true
+		}
+	}
+	return in
 }
 
 // validate checks the section and, when the file has no expect mapping,
@@ -105,8 +123,9 @@ func (f *File) validateCalibration(bad func(msg string, path ...string) *filefor
 			return group("list the scenarios (names or globs)", "scenarios")
 		}
 		for _, p := range g.Scenarios {
+			p = strings.TrimPrefix(p, "!")
 			if _, err := path.Match(p, ""); err != nil || p == "" {
-				return group(fmt.Sprintf("%q: not a scenario name or glob", p), "scenarios")
+				return group(fmt.Sprintf("%q: not a scenario name or glob (a leading ! takes it out of the group)", p), "scenarios")
 			}
 			if !matchesCatalog(p) {
 				return group(fmt.Sprintf("%q matches no scenario of the catalog ('bootproof list' names them): a scenario listed but never run would be left out of the sensitivity unseen", p), "scenarios")
@@ -124,13 +143,6 @@ func (f *File) validateCalibration(bad func(msg string, path ...string) *filefor
 	}
 	if len(f.expect) > 0 {
 		return bad("a calibration file's expectations come from calibration.sees: remove expect", "expect")
-	}
-	for _, g := range c.Sees {
-		for _, p := range g.Scenarios {
-			e := g.Expect
-			e.Source = fmt.Sprintf("%s: calibration.sees (%s)", f.Path, g.Why)
-			f.expect = append(f.expect, expectEntry{pattern: p, exp: e})
-		}
 	}
 	return nil
 }

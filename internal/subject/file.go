@@ -378,6 +378,16 @@ func (f *File) decodeExpect() *fileformat.FieldError {
 // Expectation implements scenarios.Expecter: the exact entry for s, else
 // the first glob that matches, else pass.
 func (f *File) Expectation(s *scenarios.Scenario) (scenarios.Expectation, bool) {
+	if c := f.Calibration; c != nil {
+		// Each listed scenario fails through its group's assertion, every
+		// other one passes.
+		if g := c.Listed(s.Name); g != nil {
+			e := g.Expect
+			e.Source = fmt.Sprintf("%s: calibration.sees (%s)", f.Path, g.Why)
+			return e, true
+		}
+		return scenarios.Expectation{Outcome: scenarios.Pass, Source: f.Path + ": not listed in calibration.sees, so pass"}, true
+	}
 	for _, e := range f.expect {
 		if e.pattern == s.Name {
 			return e.exp, true

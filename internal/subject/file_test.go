@@ -255,3 +255,28 @@ func TestExampleCalibrationFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestSeesExclusions: a pattern with a leading ! takes scenarios out of
+// its group, which then lists every other match; an exclusion that
+// matches no scenario of the catalog is refused like any pattern.
+func TestSeesExclusions(t *testing.T) {
+	g := SeesGroup{Scenarios: []string{"*", "!nmc-deleted-*", "!fast-reboot-0.1g"}}
+	for name, want := range map[string]bool{"fast-reboot-0.5g": true, "nmc-deleted-while-loading": false, "fast-reboot-0.1g": false, "reboot-storm": true} {
+		if got := g.matches(name); got != want {
+			t.Errorf("matches(%s) = %v, want %v", name, got, want)
+		}
+	}
+	if (&SeesGroup{Scenarios: []string{"!fast-reboot-0.1g"}}).matches("fast-reboot-0.5g") {
+		t.Errorf("a group of exclusions alone lists a scenario")
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "x.yaml")
+	body := "apiVersion: bootproof.dev/v1alpha1\nkind: Subject\nname: cal-two-workers\nexec: {command: [/bin/true]}\ncalibration:\n  variant: two-workers\n  sees:\n" +
+		"    - scenarios: [\"*\", \"!no-such-scenario\"]\n      expect: fail:no-extra-work\n      why: w\n"
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadFile(p, testLookup); err == nil || !strings.Contains(err.Error(), `"no-such-scenario" matches no scenario of the catalog`) {
+		t.Errorf("an exclusion of no scenario: %v, want refused", err)
+	}
+}
