@@ -111,17 +111,11 @@ func FetchDebianKernel(ctx context.Context, cacheDir, meta string) (KernelTree, 
 	pkgs := append([]string{pkg}, ParseAptModuleDepends(deps)...)
 	_ = os.RemoveAll(root)
 	for _, p := range pkgs {
-		debs, _ := filepath.Glob(filepath.Join(dir, p+"_*.deb"))
-		if len(debs) == 0 {
-			if _, err := run(ctx, dir, "apt-get", "download", p); err != nil {
-				return KernelTree{}, err
-			}
-			debs, _ = filepath.Glob(filepath.Join(dir, p+"_*.deb"))
+		deb, err := downloadDeb(ctx, dir, p)
+		if err != nil {
+			return KernelTree{}, fmt.Errorf("kernel %s: %w", pkg, err)
 		}
-		if len(debs) != 1 {
-			return KernelTree{}, fmt.Errorf("kernel %s: want one %s .deb in %s, found %d", pkg, p, dir, len(debs))
-		}
-		if _, err := run(ctx, "", "dpkg-deb", "-x", debs[0], root); err != nil {
+		if _, err := run(ctx, "", "dpkg-deb", "-x", deb, root); err != nil {
 			return KernelTree{}, err
 		}
 	}
@@ -140,6 +134,38 @@ func FetchDebianKernel(ctx context.Context, cacheDir, meta string) (KernelTree, 
 		return KernelTree{}, fmt.Errorf("kernel %s: %w", pkg, err)
 	}
 	return t, nil
+}
+
+// downloadDeb returns the package p's .deb in dir, downloading it first
+// when dir has none. apt-get download writes the file under its final name
+// as it goes, so it runs in a temporary directory under dir and the .deb
+// is moved into dir only once complete: an interrupted download (a
+// deadline, a killed run) leaves nothing that looks downloaded.
+func downloadDeb(ctx context.Context, dir, p string) (string, error) {
+	debs, _ := filepath.Glob(filepath.Join(dir, p+"_*.deb"))
+	if len(debs) == 0 {
+		tmp, err := os.MkdirTemp(dir, ".download-")
+		if err != nil {
+			return "", fmt.Errorf("download %s: %w", p, err)
+		}
+		defer os.RemoveAll(tmp)
+		if _, err := run(ctx, tmp, "apt-get", "download", p); err != nil {
+			return "", err
+		}
+		got, _ := filepath.Glob(filepath.Join(tmp, p+"_*.deb"))
+		if len(got) != 1 {
+			return "", fmt.Errorf("apt-get download %s: want one %s_*.deb, found %d", p, p, len(got))
+		}
+		dst := filepath.Join(dir, filepath.Base(got[0]))
+		if err := os.Rename(got[0], dst); err != nil {
+			return "", fmt.Errorf("download %s: %w", p, err)
+		}
+		debs = []string{dst}
+	}
+	if len(debs) != 1 {
+		return "", fmt.Errorf("want one %s .deb in %s, found %d", p, dir, len(debs))
+	}
+	return debs[0], nil
 }
 
 func run(ctx context.Context, dir, name string, args ...string) (string, error) {
