@@ -2,6 +2,7 @@ package vmprovision
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -67,6 +68,30 @@ func TestKernelPackageFor(t *testing.T) {
 		if got := KernelPackageFor(tc.osRelease); got != tc.want {
 			t.Errorf("%s: KernelPackageFor = %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestCachedKernel: a kernel package counts as cached once its unpacking
+// completed (.complete), never before; it is then the tree under root.
+func TestCachedKernel(t *testing.T) {
+	cache := t.TempDir()
+	const pkg = "linux-image-6.1.0-test-amd64"
+	if _, err := cachedKernel(cache, pkg); !errors.Is(err, ErrNotPrepared) || !strings.Contains(err.Error(), pkg) {
+		t.Fatalf("empty cache: %v, want ErrNotPrepared naming %s", err, pkg)
+	}
+	dir := filepath.Join(cache, pkg)
+	if err := os.CopyFS(filepath.Join(dir, "root"), os.DirFS("testdata/image/kernel")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cachedKernel(cache, pkg); !errors.Is(err, ErrNotPrepared) {
+		t.Fatalf("unpacked but not complete: %v, want ErrNotPrepared", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".complete"), []byte("6.1.0-test-amd64\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kt, err := cachedKernel(cache, pkg)
+	if err != nil || kt.Version != "6.1.0-test-amd64" || kt.Root != filepath.Join(dir, "root") {
+		t.Fatalf("complete: %+v, %v; want 6.1.0-test-amd64 under %s/root", kt, err, dir)
 	}
 }
 
