@@ -220,12 +220,12 @@ deps-libvirt: ## Install QEMU, libvirt and kmod (Debian/Ubuntu, as root); start 
 	hack/deps-libvirt.sh
 
 .PHONY: e2e-libvirt
-e2e-libvirt: controlplane gotestsum ## Real VMs: the guest prepared first (guest-image, outside every test's timeout), every reboot mode over libvirt, guest isolation, SIGKILLed runs, then the catalog (LIBVIRT_LABEL=vm-smoke: a subset) with bootid and legacy on VM nodes.
+e2e-libvirt: controlplane gotestsum ## Real VMs: the guest prepared first (guest-image, outside every test's timeout), every reboot mode over libvirt, guest isolation, SIGKILLed runs, a first run from an empty cache, then the catalog (LIBVIRT_LABEL=vm-smoke: a subset) with bootid and legacy on VM nodes.
 	@hack/preflight-libvirt.sh
 	@$(MAKE) --no-print-directory guest-image
 	@rm -rf $(REPORTS_DIR)/libvirt && mkdir -p $(REPORTS_DIR)
 	BOOTPROOF_VM_TEST=1 BOOTPROOF_REQUIRE_CONTROLPLANE=1 $(BIN_DIR)/gotestsum --format testname --junitfile $(REPORTS_DIR)/junit-libvirt-modes.xml -- \
-	  -count=1 -p 1 -timeout 45m -run 'TestVMBootRebootQEMU|TestLibvirtRebootModes|TestVMIsolation|TestLibvirtKilledOwner|TestRunKilledLeavesNoVM' ./vmprovision/ ./internal/cli/
+	  -count=1 -p 1 -timeout 60m -run 'TestVMBootRebootQEMU|TestLibvirtRebootModes|TestVMIsolation|TestLibvirtKilledOwner|TestRunKilledLeavesNoVM|TestVMFirstRunEmptyCache' ./vmprovision/ ./internal/cli/
 	$(BIN_DIR)/bootproof run --cluster embedded --nodes libvirt --subject bootid --subject legacy --parallel $(LIBVIRT_PARALLEL) \
 	  $(if $(LIBVIRT_LABEL),--label $(LIBVIRT_LABEL)) --report-dir $(REPORTS_DIR)/libvirt; rc=$$?; \
 	  if [ -f $(REPORTS_DIR)/libvirt/junit.xml ]; then cp $(REPORTS_DIR)/libvirt/junit.xml $(REPORTS_DIR)/junit-libvirt.xml; fi; exit $$rc
