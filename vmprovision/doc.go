@@ -55,6 +55,7 @@
 //
 // Tests that boot real VMs run only with BOOTPROOF_VM_TEST=1:
 //
+//	make guest-image    # once: bin/bootproof-agent, the kernel and image in .cache
 //	BOOTPROOF_VM_TEST=1 go test ./vmprovision -run TestVMBootRebootQEMU -v
 //	BOOTPROOF_VM_TEST=1 go test ./vmprovision -run TestLibvirtRebootModes -v
 //	BOOTPROOF_VM_TEST=1 go test ./vmprovision -run TestVMIsolation -v
