@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -50,6 +51,10 @@ type LibvirtConfig struct {
 	// SeaBIOS; FirmwareSeaBIOS is QEMU's default; any other value is the
 	// path of a BIOS ROM.
 	Firmware string
+	// Progress, when set, is told what preparing the guest is about to
+	// do that takes long (the kernel's download), so that it does not
+	// look hung.
+	Progress io.Writer
 	// BzImage boots the kernel's bzImage as packaged; by default the
 	// domains boot its uncompressed ELF kernel at its PVH entry point
 	// (vmprovision.PVHKernel) where the kernel has one.
@@ -202,6 +207,9 @@ func PrepareGuest(ctx context.Context, cfg LibvirtConfig) (*Guest, error) {
 		kernel, err = vmprovision.CachedDebianKernel(ctx, kernelCache, cfg.KernelPackage)
 		if errors.Is(err, vmprovision.ErrNotPrepared) {
 			g.Kernel = KernelDownloaded
+			if cfg.Progress != nil {
+				fmt.Fprintf(cfg.Progress, "guest kernel: downloading it with apt-get, unpacking and indexing it, once (%v)\n", err)
+			}
 			kernel, err = vmprovision.FetchDebianKernel(ctx, kernelCache, cfg.KernelPackage)
 		}
 	}

@@ -33,6 +33,9 @@ func TestImageBuildCommand(t *testing.T) {
 		t.Fatalf("image build: exit %d\n%s%s", code, out, errOut)
 	}
 	first := parseImageBuild(t, out)
+	if errOut != "" {
+		t.Errorf("image build with a given kernel wrote to stderr (nothing to download):\n%s", errOut)
+	}
 	if path, version, from := first.kernel(); path != filepath.Join(kernelDir, "boot", "vmlinuz-6.1.0-test-amd64") || version != "6.1.0-test-amd64" || from != "given" {
 		t.Errorf("kernel line %q: want the given tree's bzImage, its version, given", first["kernel"])
 	}

@@ -37,6 +37,7 @@ everything cached and says so.`,
 			if err := c.Validate(); err != nil {
 				return withCode(ExitUsage, err)
 			}
+			c.Progress = s.Err
 			g, err := backend.PrepareGuest(cmd.Context(), c)
 			if err != nil {
 				return failure(err)
