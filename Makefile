@@ -44,6 +44,10 @@ LABELS ?=
 # catalog; .ci/run uses vm-smoke) and cases run at once on VMs.
 LIBVIRT_LABEL ?=
 LIBVIRT_PARALLEL ?= 2
+# Where 'make guest-image' prepares the VM guest (kernel, boot kernel,
+# initramfs): 'bootproof run --nodes libvirt' run here (--cache-dir .cache)
+# and the VM tests (vmprovision/vmtest) find it there.
+VM_CACHE_DIR := $(CURDIR)/.cache
 # Nodes per fleet, settling time and steady window of 'make bench-fleet'.
 # (BOOTPROOF_BENCH_FLEET_KWOK_FIRST=1 in the environment measures KWOK first.)
 BENCH_FLEET_NODES ?= 1000
@@ -78,6 +82,11 @@ build: ## Build bin/bootproof (VM support included), statically linked, with a p
 .PHONY: build-libvirt
 build-libvirt: build ## Build bin/bootproof and the guest agent bin/bootproof-agent that VM nodes boot.
 	@GO=$(GO) tools/gobuild.sh bootproof-agent $(BIN_DIR)/bootproof-agent ./cmd/bootproof-agent '-ldflags=-s -w'
+
+.PHONY: guest-image
+guest-image: build-libvirt ## Prepare what VM nodes boot, once, into .cache (bin/bootproof image build): the guest kernel (downloaded from the distribution's archive the first time), its bootable ELF and the initramfs with bin/bootproof-agent as /init; says how long it took.
+	@start=$$(date +%s); $(BIN_DIR)/bootproof image build --agent $(BIN_DIR)/bootproof-agent --cache-dir $(VM_CACHE_DIR) && \
+	  echo "guest-image: prepared in $$(($$(date +%s) - start)) s in $(VM_CACHE_DIR) (reused until the kernel package or the agent changes)"
 
 .PHONY: controlplane
 controlplane: ## Build bin/etcd, bin/kube-apiserver, bin/kube-controller-manager from tools/controlplane (only when the pins change).
@@ -224,20 +233,21 @@ deps-libvirt: ## Install QEMU, libvirt and kmod (Debian/Ubuntu, as root); start 
 	hack/deps-libvirt.sh
 
 .PHONY: e2e-libvirt
-e2e-libvirt: controlplane gotestsum ## Real VMs: every reboot mode over libvirt, guest isolation, SIGKILLed runs, then the catalog (LIBVIRT_LABEL=vm-smoke: a subset) with bootid and legacy on VM nodes.
+e2e-libvirt: controlplane gotestsum ## Real VMs: the guest prepared first (guest-image, outside every test's timeout), every reboot mode over libvirt, guest isolation, SIGKILLed runs, a first run from an empty cache, then the catalog (LIBVIRT_LABEL=vm-smoke: a subset) with bootid and legacy on VM nodes.
 	@hack/preflight-libvirt.sh
-	@$(MAKE) --no-print-directory build-libvirt
+	@$(MAKE) --no-print-directory guest-image
 	@rm -rf $(REPORTS_DIR)/libvirt && mkdir -p $(REPORTS_DIR)
 	BOOTPROOF_VM_TEST=1 BOOTPROOF_REQUIRE_CONTROLPLANE=1 $(BIN_DIR)/gotestsum --format testname --junitfile $(REPORTS_DIR)/junit-libvirt-modes.xml -- \
-	  -count=1 -p 1 -timeout 45m -run 'TestVMBootRebootQEMU|TestLibvirtRebootModes|TestVMIsolation|TestLibvirtKilledOwner|TestRunKilledLeavesNoVM' ./vmprovision/ ./internal/cli/
+	  -count=1 -p 1 -timeout 60m -run 'TestVMBootRebootQEMU|TestLibvirtRebootModes|TestVMIsolation|TestLibvirtKilledOwner|TestRunKilledLeavesNoVM|TestVMFirstRunEmptyCache' ./vmprovision/ ./internal/cli/
 	$(BIN_DIR)/bootproof run --cluster embedded --nodes libvirt --subject bootid --subject legacy --parallel $(LIBVIRT_PARALLEL) \
 	  $(if $(LIBVIRT_LABEL),--label $(LIBVIRT_LABEL)) --report-dir $(REPORTS_DIR)/libvirt; rc=$$?; \
 	  if [ -f $(REPORTS_DIR)/libvirt/junit.xml ]; then cp $(REPORTS_DIR)/libvirt/junit.xml $(REPORTS_DIR)/junit-libvirt.xml; fi; exit $$rc
 	@echo "JUnit: $(REPORTS_DIR)/junit-libvirt.xml (catalog), $(REPORTS_DIR)/junit-libvirt-modes.xml (reboot modes); report and serial logs: $(REPORTS_DIR)/libvirt/"
 
 .PHONY: bench-libvirt
-bench-libvirt: controlplane build-libvirt ## VM reboot latency (reset -> first heartbeat, reset -> module loaded, and the boot phases between) over 5 reboots; figures in _output/bench/.
+bench-libvirt: controlplane ## VM reboot latency (reset -> first heartbeat, reset -> module loaded, and the boot phases between) over 5 reboots; figures in _output/bench/.
 	@hack/preflight-libvirt.sh
+	@$(MAKE) --no-print-directory guest-image
 	BOOTPROOF_VM_TEST=1 BOOTPROOF_BENCH_DIR=$(REPORTS_DIR)/bench $(GO) test -run '^$$' -bench BenchmarkLibvirtReboot -benchtime 1x -timeout 30m ./internal/runner/
 	@echo "figures written to $(REPORTS_DIR)/bench/"
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/bootproof/bootproof/vmprovision"
+	"github.com/bootproof/bootproof/vmprovision/vmtest"
 )
 
 // envHoldDomain makes TestHelperHoldDomain, run in a child process, start
@@ -63,18 +64,12 @@ func TestHelperHoldDomain(t *testing.T) {
 // definition once the owner is gone.
 func TestLibvirtKilledOwner(t *testing.T) {
 	if os.Getenv(vmTestEnv) == "" {
-		t.Skipf("starts a libvirt domain: set %s=1 (needs libvirtd and virtlogd running, qemu-system-x86_64)", vmTestEnv)
+		t.Skipf("starts a libvirt domain: set %s=1 (needs libvirtd and virtlogd running, qemu-system-x86_64, the guest kernel %s prepares)", vmTestEnv, vmtest.PrepareCommand)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cache, err := filepath.Abs("../.cache")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kernel, err := vmprovision.FetchDebianKernel(ctx, filepath.Join(cache, "kernel"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := vmtest.Prepared(t) // 'make guest-image', before the test
+	cache, kernel := g.Cache, g.Kernel
 	// QEMU runs as its own user: the files go where the other VM tests
 	// put theirs, not in the test's private temporary directory.
 	dir := filepath.Join(cache, "vm", fmt.Sprintf("killed%d", os.Getpid()))

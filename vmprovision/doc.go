@@ -17,10 +17,15 @@
 //   - FetchDebianKernel downloads the kernel behind linux-image-amd64 (on
 //     Ubuntu linux-image-generic: DefaultKernelPackage) with
 //     apt-get into a cache directory, unpacks it with dpkg-deb and runs
-//     depmod -b. PlanImage/BuildImage build the main initramfs in Go
+//     depmod -b (an interrupted download leaves no .deb behind).
+//     PlanImage/BuildImage build the main initramfs in Go
 //     (newc cpio, gzip): the agent as /init, the requested modules with
 //     their dependencies and a modules.dep restricted to them; it is
-//     cached by content hash. WriteBootInitramfs appends a small per-node
+//     cached by content hash. CachedDebianKernel, FindImage and
+//     FindPVHKernel find those parts in the cache without downloading or
+//     building anything (ErrNotPrepared when a part is missing), for
+//     callers that must not spend their time preparing (the VM tests).
+//     WriteBootInitramfs appends a small per-node
 //     archive with /etc/bootproof/agent.json, padded to the 4-byte
 //     boundary the kernel's unpacker needs.
 //   - DomainXML renders a node's libvirt domain (direct kernel boot, TCG
@@ -50,6 +55,7 @@
 //
 // Tests that boot real VMs run only with BOOTPROOF_VM_TEST=1:
 //
+//	make guest-image    # once: bin/bootproof-agent, the kernel and image in .cache
 //	BOOTPROOF_VM_TEST=1 go test ./vmprovision -run TestVMBootRebootQEMU -v
 //	BOOTPROOF_VM_TEST=1 go test ./vmprovision -run TestLibvirtRebootModes -v
 //	BOOTPROOF_VM_TEST=1 go test ./vmprovision -run TestVMIsolation -v

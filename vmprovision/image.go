@@ -305,9 +305,27 @@ type Image struct {
 	Cached bool
 }
 
-// BuildImage plans the image and writes it to
-// cacheDir/initramfs-<hash>.cpio[.gz] unless that file exists already.
-func BuildImage(spec ImageSpec, cacheDir string) (*Image, error) {
+// FindImage returns the image spec describes when cacheDir holds it
+// already (Cached true); it writes nothing. An image not in the cache is
+// an error wrapping ErrNotPrepared.
+func FindImage(spec ImageSpec, cacheDir string) (*Image, error) {
+	img, err := planImageFile(spec, cacheDir)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(img.Path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("image %s for kernel %s and agent %s is not in %s: %w", filepath.Base(img.Path), spec.Kernel.Version, spec.Agent, cacheDir, ErrNotPrepared)
+		}
+		return nil, fmt.Errorf("find image: %w", err)
+	}
+	img.Cached = true
+	return img, nil
+}
+
+// planImageFile plans the image and names its file in cacheDir:
+// initramfs-<hash>.cpio[.gz].
+func planImageFile(spec ImageSpec, cacheDir string) (*Image, error) {
 	m, err := PlanImage(spec)
 	if err != nil {
 		return nil, err
@@ -320,8 +338,17 @@ func BuildImage(spec ImageSpec, cacheDir string) (*Image, error) {
 	if spec.Gzip {
 		ext += ".gz"
 	}
-	img := &Image{Kernel: spec.Kernel, Hash: sum, Manifest: m,
-		Path: filepath.Join(cacheDir, "initramfs-"+sum[:16]+ext)}
+	return &Image{Kernel: spec.Kernel, Hash: sum, Manifest: m,
+		Path: filepath.Join(cacheDir, "initramfs-"+sum[:16]+ext)}, nil
+}
+
+// BuildImage plans the image and writes it to
+// cacheDir/initramfs-<hash>.cpio[.gz] unless that file exists already.
+func BuildImage(spec ImageSpec, cacheDir string) (*Image, error) {
+	img, err := planImageFile(spec, cacheDir)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(img.Path); err == nil {
 		img.Cached = true
 		return img, nil
@@ -336,9 +363,9 @@ func BuildImage(spec ImageSpec, cacheDir string) (*Image, error) {
 	defer os.Remove(tmp.Name())
 	if spec.Gzip {
 		zw, _ := gzip.NewWriterLevel(tmp, gzip.BestSpeed)
-		err = errors.Join(m.WriteCPIO(zw), zw.Close(), tmp.Close())
+		err = errors.Join(img.Manifest.WriteCPIO(zw), zw.Close(), tmp.Close())
 	} else {
-		err = errors.Join(m.WriteCPIO(tmp), tmp.Close())
+		err = errors.Join(img.Manifest.WriteCPIO(tmp), tmp.Close())
 	}
 	if err != nil {
 		return nil, fmt.Errorf("build image %s: %w", img.Path, err)

@@ -301,3 +301,34 @@ func TestPlanImageBuiltinModule(t *testing.T) {
 		t.Error("a module neither in modules.dep nor built in was accepted")
 	}
 }
+
+// TestFindImage: FindImage finds only what BuildImage wrote, writes
+// nothing itself, and says what is missing through ErrNotPrepared.
+func TestFindImage(t *testing.T) {
+	cache := filepath.Join(t.TempDir(), "images")
+	spec := ImageSpec{Kernel: testTree(t), Agent: "testdata/image/agent/bootproof-agent"}
+	_, err := FindImage(spec, cache)
+	if !errors.Is(err, ErrNotPrepared) || !strings.Contains(err.Error(), spec.Kernel.Version) || !strings.Contains(err.Error(), cache) {
+		t.Fatalf("FindImage before BuildImage = %v, want ErrNotPrepared naming the kernel and %s", err, cache)
+	}
+	if _, err := os.Stat(cache); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("FindImage wrote into the cache: %v", err)
+	}
+	built, err := BuildImage(spec, cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found, err := FindImage(spec, cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !found.Cached || found.Path != built.Path || found.Hash != built.Hash {
+		t.Errorf("FindImage = cached %v %s %s, want the built %s %s", found.Cached, found.Path, found.Hash, built.Path, built.Hash)
+	}
+	if _, err := FindImage(ImageSpec{Kernel: spec.Kernel, Agent: spec.Agent, Modules: []string{"dummy"}}, cache); !errors.Is(err, ErrNotPrepared) {
+		t.Errorf("another module set: %v, want ErrNotPrepared", err)
+	}
+	if _, err := FindImage(ImageSpec{Kernel: spec.Kernel, Agent: "testdata/image/agent/missing"}, cache); err == nil || errors.Is(err, ErrNotPrepared) {
+		t.Errorf("a missing agent: %v, want an error other than ErrNotPrepared", err)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/bootproof/bootproof/vmprovision"
 	"github.com/bootproof/bootproof/vmprovision/agentapi"
 	"github.com/bootproof/bootproof/vmprovision/guest"
+	"github.com/bootproof/bootproof/vmprovision/vmtest"
 )
 
 // TestVMIsolation boots two libvirt VM nodes (TCG) and shows from inside
@@ -30,7 +31,7 @@ import (
 // another node's, and that the refused request changes nothing.
 func TestVMIsolation(t *testing.T) {
 	if os.Getenv(vmTestEnv) == "" {
-		t.Skipf("boots libvirt VMs: set %s=1 (needs libvirtd and virtlogd running, qemu-system-x86_64, socat, bin/kube-apiserver and bin/etcd)", vmTestEnv)
+		t.Skipf("boots libvirt VMs: set %s=1 (needs libvirtd and virtlogd running, qemu-system-x86_64, socat, the guest %s prepares, bin/kube-apiserver and bin/etcd)", vmTestEnv, vmtest.PrepareCommand)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

@@ -3,7 +3,9 @@ package vmprovision
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,29 +80,65 @@ func ParseAptModuleDepends(out string) []string {
 	return mods
 }
 
+// ErrNotPrepared is wrapped by the errors of the lookups that find a
+// guest's parts in the cache without downloading or building them
+// (CachedDebianKernel, FindImage, FindPVHKernel) when a part is not there.
+var ErrNotPrepared = errors.New("not prepared")
+
+// CachedDebianKernel returns the kernel FetchDebianKernel would download
+// for meta (resolved with apt-cache, which reads the local package lists)
+// when it is complete in cacheDir; it downloads nothing. A kernel not in
+// the cache is an error wrapping ErrNotPrepared.
+func CachedDebianKernel(ctx context.Context, cacheDir, meta string) (KernelTree, error) {
+	pkg, err := kernelPackage(ctx, meta)
+	if err != nil {
+		return KernelTree{}, err
+	}
+	return cachedKernel(cacheDir, pkg)
+}
+
+// kernelPackage resolves a kernel metapackage (empty: this host's
+// distribution's, DefaultKernelPackage) to the versioned package it
+// depends on.
+func kernelPackage(ctx context.Context, meta string) (string, error) {
+	if meta == "" {
+		meta = DefaultKernelPackage()
+	}
+	out, err := run(ctx, "", "apt-cache", "depends", meta)
+	if err != nil {
+		return "", err
+	}
+	return ParseAptDepends(out, meta)
+}
+
+// cachedKernel is the unpacked kernel package pkg in cacheDir, once its
+// unpacking completed.
+func cachedKernel(cacheDir, pkg string) (KernelTree, error) {
+	dir := filepath.Join(cacheDir, pkg)
+	if _, err := os.Stat(filepath.Join(dir, ".complete")); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return KernelTree{}, fmt.Errorf("kernel %s is not in %s: %w", pkg, cacheDir, ErrNotPrepared)
+		}
+		return KernelTree{}, fmt.Errorf("kernel %s: %w", pkg, err)
+	}
+	return FindKernelTree(filepath.Join(dir, "root"), "")
+}
+
 // FetchDebianKernel downloads the kernel package behind meta (Debian's
 // linux-image-amd64, Ubuntu's linux-image-generic; empty: this host's
 // distribution's, DefaultKernelPackage) and the linux-modules-* packages it
 // depends on (Ubuntu) with apt-get into cacheDir/<package>, unpacks them
 // with dpkg-deb and runs depmod -b, once: a complete tree is reused.
 func FetchDebianKernel(ctx context.Context, cacheDir, meta string) (KernelTree, error) {
-	if meta == "" {
-		meta = DefaultKernelPackage()
-	}
-	out, err := run(ctx, "", "apt-cache", "depends", meta)
+	pkg, err := kernelPackage(ctx, meta)
 	if err != nil {
 		return KernelTree{}, err
 	}
-	pkg, err := ParseAptDepends(out, meta)
-	if err != nil {
-		return KernelTree{}, err
+	if t, err := cachedKernel(cacheDir, pkg); !errors.Is(err, ErrNotPrepared) {
+		return t, err
 	}
 	dir := filepath.Join(cacheDir, pkg)
 	root := filepath.Join(dir, "root")
-	done := filepath.Join(dir, ".complete")
-	if _, err := os.Stat(done); err == nil {
-		return FindKernelTree(root, "")
-	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return KernelTree{}, fmt.Errorf("kernel %s: %w", pkg, err)
 	}
@@ -111,17 +149,11 @@ func FetchDebianKernel(ctx context.Context, cacheDir, meta string) (KernelTree, 
 	pkgs := append([]string{pkg}, ParseAptModuleDepends(deps)...)
 	_ = os.RemoveAll(root)
 	for _, p := range pkgs {
-		debs, _ := filepath.Glob(filepath.Join(dir, p+"_*.deb"))
-		if len(debs) == 0 {
-			if _, err := run(ctx, dir, "apt-get", "download", p); err != nil {
-				return KernelTree{}, err
-			}
-			debs, _ = filepath.Glob(filepath.Join(dir, p+"_*.deb"))
+		deb, err := downloadDeb(ctx, dir, p)
+		if err != nil {
+			return KernelTree{}, fmt.Errorf("kernel %s: %w", pkg, err)
 		}
-		if len(debs) != 1 {
-			return KernelTree{}, fmt.Errorf("kernel %s: want one %s .deb in %s, found %d", pkg, p, dir, len(debs))
-		}
-		if _, err := run(ctx, "", "dpkg-deb", "-x", debs[0], root); err != nil {
+		if _, err := run(ctx, "", "dpkg-deb", "-x", deb, root); err != nil {
 			return KernelTree{}, err
 		}
 	}
@@ -136,10 +168,42 @@ func FetchDebianKernel(ctx context.Context, cacheDir, meta string) (KernelTree, 
 	if err != nil {
 		return KernelTree{}, err
 	}
-	if err := os.WriteFile(done, []byte(t.Version+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, ".complete"), []byte(t.Version+"\n"), 0o644); err != nil {
 		return KernelTree{}, fmt.Errorf("kernel %s: %w", pkg, err)
 	}
 	return t, nil
+}
+
+// downloadDeb returns the package p's .deb in dir, downloading it first
+// when dir has none. apt-get download writes the file under its final name
+// as it goes, so it runs in a temporary directory under dir and the .deb
+// is moved into dir only once complete: an interrupted download (a
+// deadline, a killed run) leaves nothing that looks downloaded.
+func downloadDeb(ctx context.Context, dir, p string) (string, error) {
+	debs, _ := filepath.Glob(filepath.Join(dir, p+"_*.deb"))
+	if len(debs) == 0 {
+		tmp, err := os.MkdirTemp(dir, ".download-")
+		if err != nil {
+			return "", fmt.Errorf("download %s: %w", p, err)
+		}
+		defer os.RemoveAll(tmp)
+		if _, err := run(ctx, tmp, "apt-get", "download", p); err != nil {
+			return "", err
+		}
+		got, _ := filepath.Glob(filepath.Join(tmp, p+"_*.deb"))
+		if len(got) != 1 {
+			return "", fmt.Errorf("apt-get download %s: want one %s_*.deb, found %d", p, p, len(got))
+		}
+		dst := filepath.Join(dir, filepath.Base(got[0]))
+		if err := os.Rename(got[0], dst); err != nil {
+			return "", fmt.Errorf("download %s: %w", p, err)
+		}
+		debs = []string{dst}
+	}
+	if len(debs) != 1 {
+		return "", fmt.Errorf("want one %s .deb in %s, found %d", p, dir, len(debs))
+	}
+	return debs[0], nil
 }
 
 func run(ctx context.Context, dir, name string, args ...string) (string, error) {

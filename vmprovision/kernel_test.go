@@ -1,9 +1,14 @@
 package vmprovision
 
 import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseAptDepends(t *testing.T) {
@@ -64,4 +69,96 @@ func TestKernelPackageFor(t *testing.T) {
 			t.Errorf("%s: KernelPackageFor = %q, want %q", tc.name, got, tc.want)
 		}
 	}
+}
+
+// TestCachedKernel: a kernel package counts as cached once its unpacking
+// completed (.complete), never before; it is then the tree under root.
+func TestCachedKernel(t *testing.T) {
+	cache := t.TempDir()
+	const pkg = "linux-image-6.1.0-test-amd64"
+	if _, err := cachedKernel(cache, pkg); !errors.Is(err, ErrNotPrepared) || !strings.Contains(err.Error(), pkg) {
+		t.Fatalf("empty cache: %v, want ErrNotPrepared naming %s", err, pkg)
+	}
+	dir := filepath.Join(cache, pkg)
+	if err := os.CopyFS(filepath.Join(dir, "root"), os.DirFS("testdata/image/kernel")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cachedKernel(cache, pkg); !errors.Is(err, ErrNotPrepared) {
+		t.Fatalf("unpacked but not complete: %v, want ErrNotPrepared", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".complete"), []byte("6.1.0-test-amd64\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kt, err := cachedKernel(cache, pkg)
+	if err != nil || kt.Version != "6.1.0-test-amd64" || kt.Root != filepath.Join(dir, "root") {
+		t.Fatalf("complete: %+v, %v; want 6.1.0-test-amd64 under %s/root", kt, err, dir)
+	}
+}
+
+// stubAptGet puts an apt-get on PATH that runs script (sh; $2 is the
+// package) in the directory it is started in.
+func stubAptGet(t *testing.T, script string) {
+	t.Helper()
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "apt-get"), []byte("#!/bin/sh\n"+script+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+}
+
+// TestDownloadDeb: apt-get download writes its .deb under the final name
+// as it goes; an interrupted or failed download must leave no .deb that
+// a later preparation would take for a downloaded one (and fail to
+// unpack), and no temporary directory.
+func TestDownloadDeb(t *testing.T) {
+	const p = "linux-image-6.1.0-test-amd64"
+	entries := func(dir string) []string {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	t.Run("failed", func(t *testing.T) {
+		dir := t.TempDir()
+		stubAptGet(t, `printf 'half a package' > "$2_1_amd64.deb"; echo 'E: connection reset' >&2; exit 100`)
+		_, err := downloadDeb(t.Context(), dir, p)
+		if err == nil || !strings.Contains(err.Error(), "connection reset") {
+			t.Fatalf("downloadDeb = %v, want apt-get's error", err)
+		}
+		if left := entries(dir); len(left) > 0 {
+			t.Errorf("left in the cache: %v", left)
+		}
+	})
+	t.Run("interrupted", func(t *testing.T) {
+		dir := t.TempDir()
+		stubAptGet(t, `printf 'half a package' > "$2_1_amd64.deb"; exec sleep 60`)
+		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+		defer cancel()
+		if _, err := downloadDeb(ctx, dir, p); err == nil {
+			t.Fatal("downloadDeb past its deadline succeeded")
+		}
+		if left := entries(dir); len(left) > 0 {
+			t.Errorf("left in the cache: %v", left)
+		}
+	})
+	t.Run("downloaded once", func(t *testing.T) {
+		dir := t.TempDir()
+		stubAptGet(t, `printf 'a package' > "$2_1_amd64.deb"`)
+		deb, err := downloadDeb(t.Context(), dir, p)
+		if err != nil || deb != filepath.Join(dir, p+"_1_amd64.deb") {
+			t.Fatalf("downloadDeb = %q, %v; want %s_1_amd64.deb in %s", deb, err, p, dir)
+		}
+		if got := entries(dir); !slices.Equal(got, []string{p + "_1_amd64.deb"}) {
+			t.Errorf("cache holds %v, want the .deb alone", got)
+		}
+		stubAptGet(t, `echo 'downloaded again' >&2; exit 1`)
+		if again, err := downloadDeb(t.Context(), dir, p); err != nil || again != deb {
+			t.Errorf("second downloadDeb = %q, %v; want the cached %s", again, err, deb)
+		}
+	})
 }

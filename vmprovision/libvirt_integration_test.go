@@ -14,6 +14,7 @@ import (
 
 	"github.com/bootproof/bootproof/nodeapi"
 	"github.com/bootproof/bootproof/vmprovision"
+	"github.com/bootproof/bootproof/vmprovision/vmtest"
 )
 
 // TestLibvirtRebootModes provisions one libvirt VM node (TCG) and runs
@@ -22,7 +23,7 @@ import (
 // Nothing stays defined afterwards.
 func TestLibvirtRebootModes(t *testing.T) {
 	if os.Getenv(vmTestEnv) == "" {
-		t.Skipf("boots libvirt VMs: set %s=1 (needs libvirtd and virtlogd running, qemu-system-x86_64, bin/kube-apiserver and bin/etcd)", vmTestEnv)
+		t.Skipf("boots libvirt VMs: set %s=1 (needs libvirtd and virtlogd running, qemu-system-x86_64, the guest %s prepares, bin/kube-apiserver and bin/etcd)", vmTestEnv, vmtest.PrepareCommand)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
@@ -112,7 +113,7 @@ func loadModule(ctx context.Context, ns *vmprovision.NodeSet, node, mod string) 
 // choice (on the development machine KVM guests hang, so TCG is chosen).
 func TestLibvirtProbeKVM(t *testing.T) {
 	if os.Getenv(vmTestEnv) == "" {
-		t.Skipf("boots a libvirt VM with KVM: set %s=1 (needs libvirtd and virtlogd running)", vmTestEnv)
+		t.Skipf("boots a libvirt VM with KVM: set %s=1 (needs libvirtd and virtlogd running, the guest %s prepares)", vmTestEnv, vmtest.PrepareCommand)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -140,7 +141,7 @@ func TestLibvirtProbeKVM(t *testing.T) {
 // p50 and max.
 func TestLibvirtResetBench(t *testing.T) {
 	if os.Getenv(vmTestEnv) == "" {
-		t.Skipf("boots libvirt VMs: set %s=1 (needs libvirtd and virtlogd running)", vmTestEnv)
+		t.Skipf("boots libvirt VMs: set %s=1 (needs libvirtd and virtlogd running, the guest %s prepares)", vmTestEnv, vmtest.PrepareCommand)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -201,17 +202,13 @@ func (fx *vmFixture) libvirtBackend(t *testing.T, prefix string) (*vmprovision.B
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = hv.Close() })
-	kernel, err := vmprovision.PVHKernel(context.Background(), fx.kernel)
-	if err != nil {
-		t.Fatal(err)
-	}
 	firmware := ""
 	if _, err := os.Stat(vmprovision.QbootPath); err == nil {
 		firmware = vmprovision.QbootPath
 	}
 	run := prefix + time.Now().UTC().Format("150405")
 	return &vmprovision.Backend{
-		Kernel: kernel, Firmware: firmware,
+		Kernel: fx.pvh, Firmware: firmware,
 		Hypervisor: hv, Image: fx.img, APIServer: fx.apiURL, Admin: fx.admin, RunID: run, Dir: filepath.Join(fx.cache, "vm", run),
 		Credentials: func(node string) (*rest.Config, error) {
 			c, err := fx.cp.NodeCredentials(node)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,7 +28,7 @@ const xenElfnotePhys32Entry = 18
 // entry (CONFIG_PVH), or compressed with a method other than xz or gzip,
 // is an error: boot the bzImage then.
 func PVHKernel(ctx context.Context, t KernelTree) (string, error) {
-	dst := filepath.Join(t.Root, "boot", "vmlinux-"+t.Version)
+	dst := pvhKernelPath(t)
 	if _, err := os.Stat(dst); err == nil {
 		return dst, nil
 	}
@@ -59,6 +60,25 @@ func PVHKernel(ctx context.Context, t KernelTree) (string, error) {
 		return "", fmt.Errorf("pvh kernel: %w", err)
 	}
 	return dst, nil
+}
+
+// FindPVHKernel returns the kernel PVHKernel wrote for t when it is there;
+// it writes nothing. One not written yet is an error wrapping
+// ErrNotPrepared.
+func FindPVHKernel(t KernelTree) (string, error) {
+	dst := pvhKernelPath(t)
+	if _, err := os.Stat(dst); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("pvh kernel %s is not written yet: %w", dst, ErrNotPrepared)
+		}
+		return "", fmt.Errorf("pvh kernel: %w", err)
+	}
+	return dst, nil
+}
+
+// pvhKernelPath is where PVHKernel writes t's uncompressed kernel.
+func pvhKernelPath(t KernelTree) string {
+	return filepath.Join(t.Root, "boot", "vmlinux-"+t.Version)
 }
 
 // BzImagePayload returns the compressed kernel inside a bzImage, as its

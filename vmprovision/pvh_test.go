@@ -2,6 +2,9 @@ package vmprovision
 
 import (
 	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -89,5 +92,31 @@ func TestHasNote(t *testing.T) {
 		if got := hasNote(tc.data, binary.LittleEndian, "Xen", xenElfnotePhys32Entry); got != tc.want {
 			t.Errorf("%s: hasNote = %t, want %t", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestFindPVHKernel: FindPVHKernel finds the kernel PVHKernel writes next
+// to the bzImage, and nothing before it is written.
+func TestFindPVHKernel(t *testing.T) {
+	root := t.TempDir()
+	if err := os.CopyFS(root, os.DirFS("testdata/image/kernel")); err != nil {
+		t.Fatal(err)
+	}
+	kt, err := FindKernelTree(root, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := FindPVHKernel(kt); !errors.Is(err, ErrNotPrepared) {
+		t.Fatalf("before: %v, want ErrNotPrepared", err)
+	}
+	want := filepath.Join(root, "boot", "vmlinux-"+kt.Version)
+	if err := os.WriteFile(want, []byte("elf"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := FindPVHKernel(kt); err != nil || got != want {
+		t.Fatalf("after: %q, %v; want %s", got, err, want)
+	}
+	if got, err := PVHKernel(t.Context(), kt); err != nil || got != want {
+		t.Fatalf("PVHKernel reuses it: %q, %v; want %s", got, err, want)
 	}
 }

@@ -25,10 +25,11 @@ import (
 	"github.com/bootproof/bootproof/vmprovision"
 	"github.com/bootproof/bootproof/vmprovision/agentapi"
 	"github.com/bootproof/bootproof/vmprovision/guest"
+	"github.com/bootproof/bootproof/vmprovision/vmtest"
 )
 
 // vmTestEnv gates the tests that boot a real VM.
-const vmTestEnv = "BOOTPROOF_VM_TEST"
+const vmTestEnv = vmtest.EnvVMTest
 
 // TestVMBootRebootQEMU boots the Debian kernel with the agent as /init in
 // plain QEMU (TCG, user-mode networking, no libvirt), and checks against
@@ -39,7 +40,7 @@ const vmTestEnv = "BOOTPROOF_VM_TEST"
 // and a kernel panic each bring a new boot ID and an empty module table.
 func TestVMBootRebootQEMU(t *testing.T) {
 	if os.Getenv(vmTestEnv) == "" {
-		t.Skipf("boots a real VM: set %s=1 (needs qemu-system-x86_64, apt-get/dpkg-deb/depmod for the kernel, bin/kube-apiserver and bin/etcd)", vmTestEnv)
+		t.Skipf("boots a real VM: set %s=1 (needs qemu-system-x86_64, socat, the guest %s prepares, bin/kube-apiserver and bin/etcd)", vmTestEnv, vmtest.PrepareCommand)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -176,9 +177,11 @@ func TestVMBootRebootQEMU(t *testing.T) {
 type vmFixture struct {
 	cache  string
 	kernel vmprovision.KernelTree
-	img    *vmprovision.Image
-	cp     *controlplane.ControlPlane
-	admin  kubernetes.Interface
+	// pvh is the kernel the libvirt domains boot (vmprovision.PVHKernel).
+	pvh   string
+	img   *vmprovision.Image
+	cp    *controlplane.ControlPlane
+	admin kubernetes.Interface
 	// apiURL is the API server as the host reaches it; guestURL and
 	// serverName as the guest does, through the forward to apiTarget.
 	apiURL, guestURL, serverName, apiTarget string
@@ -190,31 +193,17 @@ func newVMFixture(ctx context.Context, t *testing.T) *vmFixture {
 	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
 		t.Fatalf("%s is set but: %v (apt-get install qemu-system-x86)", vmTestEnv, err)
 	}
-	cache, err := filepath.Abs("../.cache")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kernel, err := vmprovision.FetchDebianKernel(ctx, filepath.Join(cache, "kernel"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	agentBin := filepath.Join(cache, "vm", "bootproof-agent")
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", agentBin, "../cmd/bootproof-agent")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build agent: %v\n%s", err, out)
-	}
-	img, err := vmprovision.BuildImage(vmprovision.ImageSpec{Kernel: kernel, Agent: agentBin}, filepath.Join(cache, "images"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("kernel %s, image %s (cached %v), modules %v", kernel.Version, img.Path, img.Cached, img.Manifest.Modules)
+	// Prepared before the test ('make guest-image'): no download or build
+	// spends the test's time.
+	g := vmtest.Prepared(t)
+	cache, kernel, img := g.Cache, g.Kernel, g.Image
+	t.Logf("kernel %s, image %s, modules %v", kernel.Version, img.Path, img.Manifest.Modules)
 	cp, err := controlplane.Start(ctx, controlplane.Config{BinDir: "../bin"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cp.Stop)
-	fx := &vmFixture{cache: cache, kernel: kernel, img: img, cp: cp,
+	fx := &vmFixture{cache: cache, kernel: kernel, pvh: g.PVH, img: img, cp: cp,
 		admin: kubernetes.NewForConfigOrDie(cp.RESTConfig()), apiURL: cp.APIServerURL()}
 	if fx.guestURL, fx.serverName, fx.apiTarget, err = vmprovision.GuestAPIServer(fx.apiURL); err != nil {
 		t.Fatal(err)

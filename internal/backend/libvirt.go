@@ -2,7 +2,9 @@ package backend
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -49,6 +51,10 @@ type LibvirtConfig struct {
 	// SeaBIOS; FirmwareSeaBIOS is QEMU's default; any other value is the
 	// path of a BIOS ROM.
 	Firmware string
+	// Progress, when set, is told what preparing the guest is about to
+	// do that takes long (the kernel's download), so that it does not
+	// look hung.
+	Progress io.Writer
 	// BzImage boots the kernel's bzImage as packaged; by default the
 	// domains boot its uncompressed ELF kernel at its PVH entry point
 	// (vmprovision.PVHKernel) where the kernel has one.
@@ -144,29 +150,80 @@ func CheckLibvirtURI(uri string) error {
 	return err
 }
 
-// BuildGuestImage finds (KernelDir) or downloads (KernelPackage, once,
-// into CacheDir/kernel) the guest kernel and builds the main initramfs
-// into CacheDir/images, cached by content hash. cfg gets its defaults.
-func BuildGuestImage(ctx context.Context, cfg LibvirtConfig) (*vmprovision.Image, error) {
+// Guest is a prepared guest: the kernel, the main initramfs and the
+// kernel image the domains boot.
+type Guest struct {
+	// Image is the main initramfs; Image.Kernel the kernel tree.
+	Image *vmprovision.Image
+	// Kernel says where the kernel tree came from: KernelGiven
+	// (--kernel-dir), KernelCached or KernelDownloaded.
+	Kernel string
+	// PVH is the uncompressed kernel the domains boot at its PVH entry
+	// (vmprovision.PVHKernel); empty when they boot the bzImage, because
+	// BzImage asks for it or for NoPVH's reason.
+	PVH   string
+	NoPVH error
+}
+
+// Where a prepared guest's kernel came from.
+const (
+	KernelGiven      = "given"
+	KernelCached     = "cached"
+	KernelDownloaded = "downloaded"
+)
+
+// Boot is the kernel image the domains boot: PVH, else the bzImage.
+func (g *Guest) Boot() string {
+	if g.PVH != "" {
+		return g.PVH
+	}
+	return g.Image.Kernel.Vmlinuz()
+}
+
+// PrepareGuest prepares everything a VM run boots, once, into CacheDir:
+// the guest kernel (found in KernelDir, or downloaded once into
+// CacheDir/kernel), the main initramfs (CacheDir/images, by content hash)
+// and, unless BzImage, the kernel's uncompressed ELF the domains boot
+// (written next to its bzImage). A second call finds all of it cached.
+// 'bootproof image build' runs it ahead of a run; StartLibvirt runs it
+// for each run. cfg gets its defaults.
+func PrepareGuest(ctx context.Context, cfg LibvirtConfig) (*Guest, error) {
 	if err := cfg.Default(); err != nil {
 		return nil, err
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	g := &Guest{}
 	var kernel vmprovision.KernelTree
 	var err error
-	if cfg.KernelDir != "" {
+	switch {
+	case cfg.KernelDir != "":
+		g.Kernel = KernelGiven
 		kernel, err = vmprovision.FindKernelTree(cfg.KernelDir, "")
-	} else {
-		kernel, err = vmprovision.FetchDebianKernel(ctx, filepath.Join(cfg.CacheDir, "kernel"), cfg.KernelPackage)
+	default:
+		g.Kernel = KernelCached
+		kernelCache := filepath.Join(cfg.CacheDir, "kernel")
+		kernel, err = vmprovision.CachedDebianKernel(ctx, kernelCache, cfg.KernelPackage)
+		if errors.Is(err, vmprovision.ErrNotPrepared) {
+			g.Kernel = KernelDownloaded
+			if cfg.Progress != nil {
+				fmt.Fprintf(cfg.Progress, "guest kernel: downloading it with apt-get, unpacking and indexing it, once (%v)\n", err)
+			}
+			kernel, err = vmprovision.FetchDebianKernel(ctx, kernelCache, cfg.KernelPackage)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("guest kernel: %w", err)
 	}
-	img, err := vmprovision.BuildImage(vmprovision.ImageSpec{Kernel: kernel, Agent: cfg.Agent, Modules: cfg.Modules}, filepath.Join(cfg.CacheDir, "images"))
+	g.Image, err = vmprovision.BuildImage(vmprovision.ImageSpec{Kernel: kernel, Agent: cfg.Agent, Modules: cfg.Modules}, filepath.Join(cfg.CacheDir, "images"))
 	if err != nil {
 		return nil, fmt.Errorf("guest image: %w", err)
 	}
-	return img, nil
+	if !cfg.BzImage {
+		// The same kernel without its in-guest decompression (seconds
+		// under TCG); one without a PVH entry boots as its bzImage.
+		g.PVH, g.NoPVH = vmprovision.PVHKernel(ctx, kernel)
+	}
+	return g, nil
 }

@@ -55,12 +55,12 @@ func StartLibvirt(ctx context.Context, cl scenarios.Cluster, cfg LibvirtConfig) 
 	if iss == nil {
 		return nil, &contract.InputError{Field: field.NewPath("NodeCredentials"), Reason: fmt.Sprintf("vm nodes need per-node credentials (system:node:<name>) from cluster %s: use csr", cl.Name())}
 	}
-	img, err := BuildGuestImage(ctx, cfg)
+	guest, err := PrepareGuest(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	kernel := img.Kernel
-	log.Info("guest image", "kernel", kernel.Version, "image", img.Path, "cached", img.Cached, "modules", img.Manifest.Modules)
+	img, kernel := guest.Image, guest.Image.Kernel
+	log.Info("guest image", "kernel", kernel.Version, "kernelFrom", guest.Kernel, "image", img.Path, "cached", img.Cached, "modules", img.Manifest.Modules)
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("vm directory: %w", err)
 	}
@@ -108,15 +108,11 @@ func StartLibvirt(ctx context.Context, cl scenarios.Cluster, cfg LibvirtConfig) 
 		b.BootEstimate = vmprovision.DefaultBootEstimateKVM
 	}
 	b.Firmware = cfg.firmware()
-	if !cfg.BzImage {
-		// The same kernel without its in-guest decompression (seconds
-		// under TCG); one without a PVH entry boots as its bzImage.
-		if b.Kernel, err = vmprovision.PVHKernel(ctx, kernel); err != nil {
-			log.Info("booting the bzImage", "reason", err.Error())
-			b.Kernel = ""
-		}
+	b.Kernel = guest.PVH
+	if guest.NoPVH != nil {
+		log.Info("booting the bzImage", "reason", guest.NoPVH.Error())
 	}
-	log.Info("guest boot", "kernel", cmp.Or(b.Kernel, kernel.Vmlinuz()), "firmware", cmp.Or(b.Firmware, "QEMU default (SeaBIOS)"))
+	log.Info("guest boot", "kernel", guest.Boot(), "firmware", cmp.Or(b.Firmware, "QEMU default (SeaBIOS)"))
 	l.Backend = b
 	// A forced exit (a second SIGINT) still removes the run's domains.
 	l.unregister = shutdown.Register("VM domains of run "+b.RunID, func() { _ = l.Close() })

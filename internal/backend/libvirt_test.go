@@ -73,3 +73,46 @@ func TestLibvirtFirmware(t *testing.T) {
 		}
 	}
 }
+
+// TestPrepareGuest prepares a guest from a given kernel tree twice: the
+// first builds the image, the second finds it cached; a kernel without a
+// PVH entry (here not a bzImage at all) boots as its bzImage and says
+// why; BzImage asks for the bzImage without trying.
+func TestPrepareGuest(t *testing.T) {
+	cache := t.TempDir()
+	kernelDir, err := filepath.Abs("../../vmprovision/testdata/image/kernel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := LibvirtConfig{Agent: "../../vmprovision/testdata/image/agent/bootproof-agent", KernelDir: kernelDir, CacheDir: cache, Modules: []string{"dummy"}}
+	g, err := PrepareGuest(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bz := filepath.Join(kernelDir, "boot", "vmlinuz-6.1.0-test-amd64")
+	if g.Kernel != KernelGiven || g.Image.Cached || !strings.HasPrefix(g.Image.Path, filepath.Join(cache, "images")+"/") {
+		t.Errorf("first: kernel %s, image %s cached %v; want given, built into %s/images", g.Kernel, g.Image.Path, g.Image.Cached, cache)
+	}
+	if g.PVH != "" || g.NoPVH == nil || !strings.Contains(g.NoPVH.Error(), "not a bzImage") || g.Boot() != bz {
+		t.Errorf("first: PVH %q (%v), boot %s; want the bzImage %s and why", g.PVH, g.NoPVH, g.Boot(), bz)
+	}
+	again, err := PrepareGuest(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Image.Cached || again.Image.Path != g.Image.Path {
+		t.Errorf("second: image %s cached %v; want the first's %s, cached", again.Image.Path, again.Image.Cached, g.Image.Path)
+	}
+	cfg.BzImage = true
+	bzg, err := PrepareGuest(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bzg.PVH != "" || bzg.NoPVH != nil || bzg.Boot() != bz {
+		t.Errorf("BzImage: PVH %q (%v), boot %s; want the bzImage, not tried", bzg.PVH, bzg.NoPVH, bzg.Boot())
+	}
+	cfg.KernelDir = filepath.Join(cache, "nowhere")
+	if _, err := PrepareGuest(t.Context(), cfg); err == nil || !strings.Contains(err.Error(), "kernel directory") {
+		t.Errorf("missing kernel directory: %v", err)
+	}
+}

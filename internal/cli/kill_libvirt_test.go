@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"github.com/bootproof/bootproof/harness/controlplane/cptest"
+	"github.com/bootproof/bootproof/vmprovision/vmtest"
 )
 
 // vmTestEnv gates the tests that boot VMs.
-const vmTestEnv = "BOOTPROOF_VM_TEST"
+const vmTestEnv = vmtest.EnvVMTest
 
 // TestRunKilledLeavesNoVM SIGKILLs 'bootproof run --nodes libvirt' while
 // its VM runs a case: libvirt stops the guest when the run's connection
@@ -21,19 +22,13 @@ const vmTestEnv = "BOOTPROOF_VM_TEST"
 // the domain and removes the run's temporary directories.
 func TestRunKilledLeavesNoVM(t *testing.T) {
 	if os.Getenv(vmTestEnv) == "" {
-		t.Skipf("boots a libvirt VM: set %s=1 (needs libvirtd and virtlogd running, qemu-system-x86_64, socat)", vmTestEnv)
+		t.Skipf("boots a libvirt VM: set %s=1 (needs libvirtd and virtlogd running, qemu-system-x86_64, socat, the guest %s prepares, the control-plane binaries)", vmTestEnv, vmtest.PrepareCommand)
 	}
 	cptest.RequireBinaries(t)
-	agent := filepath.Join(t.TempDir(), "bootproof-agent")
-	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", agent, "../../cmd/bootproof-agent")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build agent: %v\n%s", err, out)
-	}
-	cache, err := filepath.Abs("../../.cache")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The guest 'make guest-image' prepared: the run finds its kernel and
+	// image cached and reaches its case at once.
+	g := vmtest.Prepared(t)
+	agent, cache := g.Agent, g.Cache
 	before := map[string]bool{}
 	for _, d := range bootproofDomains(t) {
 		before[d.name] = true

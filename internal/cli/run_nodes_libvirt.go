@@ -34,6 +34,7 @@ func (o *runOptions) validateLibvirt() error {
 func startLibvirt(ctx context.Context, rc *runContext, cl scenarios.Cluster, dir string, env map[string]string) (scenarios.Backend, error) {
 	o, s := &rc.o, rc.s
 	o.vm.Dir = filepath.Join(dir, "vm")
+	o.vm.Progress = s.Err
 	fmt.Fprintf(s.Err, "preparing VM nodes: guest kernel, image, accelerator (%s); serial logs in %s\n", o.vm.Accel, o.vm.Dir)
 	vm, err := backend.StartLibvirt(ctx, cl, o.vm)
 	if err != nil {

@@ -19,12 +19,16 @@ func newImageCommand(s Streams) *cobra.Command {
 	var c backend.LibvirtConfig
 	build := &cobra.Command{
 		Use:   "build",
-		Short: "Download the guest kernel (once) and build the guest initramfs (cached by content hash)",
+		Short: "Prepare what VM runs boot, once: the guest kernel (downloaded into the cache), its bootable ELF, the initramfs (by content hash)",
 		Long: `Finds the guest kernel (--kernel-dir) or downloads the kernel package with
-apt-get into the cache, and builds the main initramfs: bootproof-agent as
-/init, the virtio network modules and the test modules with their
-modules.dep. 'bootproof run --nodes libvirt' does the same; this command
-prepares the cache ahead of a run and shows what the image holds.`,
+apt-get into the cache, writes the kernel's uncompressed ELF the domains boot
+at its PVH entry next to its bzImage, and builds the main initramfs:
+bootproof-agent as /init, the virtio network modules and the test modules
+with their modules.dep. 'bootproof run --nodes libvirt' does the same and
+reuses what is cached; this command prepares the cache ahead of a run
+('make e2e-libvirt' runs it before its tests, so no test or case spends
+its time downloading) and shows what the image holds. Run again, it finds
+everything cached and says so.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := c.Default(); err != nil {
@@ -33,16 +37,12 @@ prepares the cache ahead of a run and shows what the image holds.`,
 			if err := c.Validate(); err != nil {
 				return withCode(ExitUsage, err)
 			}
-			img, err := backend.BuildGuestImage(cmd.Context(), c)
+			c.Progress = s.Err
+			g, err := backend.PrepareGuest(cmd.Context(), c)
 			if err != nil {
 				return failure(err)
 			}
-			state := "built"
-			if img.Cached {
-				state = "cached"
-			}
-			fmt.Fprintf(s.Out, "kernel:  %s (%s)\nimage:   %s (%s)\nsha256:  %s\nmodules: %s\n", img.Kernel.Vmlinuz(), img.Kernel.Version,
-				img.Path, state, img.Hash, strings.Join(img.Manifest.Modules, " "))
+			printGuest(s, g)
 			return nil
 		},
 	}
@@ -51,6 +51,24 @@ prepares the cache ahead of a run and shows what the image holds.`,
 	f.StringSliceVar(&c.Modules, "module", nil, "modules to include with their dependencies (default: virtio network, dummy, bonding, team_mode_roundrobin)")
 	cmd.AddCommand(build)
 	return cmd
+}
+
+// printGuest says what 'image build' prepared and whether it was cached.
+func printGuest(s Streams, g *backend.Guest) {
+	img := g.Image
+	state := "built"
+	if img.Cached {
+		state = "cached"
+	}
+	boot := "the bzImage"
+	switch {
+	case g.PVH != "":
+		boot = "the uncompressed kernel at its PVH entry"
+	case g.NoPVH != nil:
+		boot = "the bzImage: " + g.NoPVH.Error()
+	}
+	fmt.Fprintf(s.Out, "kernel:  %s (%s, %s)\nboot:    %s (%s)\nimage:   %s (%s)\nsha256:  %s\nmodules: %s\n",
+		img.Kernel.Vmlinuz(), img.Kernel.Version, g.Kernel, g.Boot(), boot, img.Path, state, img.Hash, strings.Join(img.Manifest.Modules, " "))
 }
 
 func newVMCommand(s Streams) *cobra.Command {
