@@ -303,7 +303,7 @@ func (j *judge) mutant(ctx context.Context, b built) Result {
 	case b.exe == "" && b.err == nil:
 		r.Unreached = true
 		r.Status, r.Why = Survived, "no scenario runs the code it changes (the unmutated reconciler's coverage)"
-		if e := j.cfg.Triage.Lookup(b.m); e != nil {
+		if e := j.cfg.Triage.Lookup(b.m, true); e != nil {
 			r.Status, r.Why, r.Triage = triaged(e), e.Why, e.Where(j.cfg.Triage)
 		}
 		return r
@@ -318,7 +318,7 @@ func (j *judge) mutant(ctx context.Context, b built) Result {
 	order := j.order()
 	cases, kill := j.runAll(ctx, subj, order, probeScenarios, true)
 	r.Cases, r.JudgeMS = cases, time.Since(start).Milliseconds()
-	entry := j.cfg.Triage.Lookup(b.m)
+	entry := j.cfg.Triage.Lookup(b.m, false)
 	switch {
 	case kill != nil:
 		r.Status, r.KilledBy = Killed, kill

@@ -55,6 +55,9 @@ type TriageEntry struct {
 	// Original, with File and Func, matches only the mutants whose
 	// replaced text (Mutant.Original, on one line) matches it (a glob).
 	Original string `yaml:"original"`
+	// Unreached, with File and Func, matches only the mutants in code no
+	// scenario ran (the unmutated reconciler's coverage proves it).
+	Unreached bool `yaml:"unreached"`
 	// Why says why the change cannot alter what the reconciler does
 	// (equivalent), or which situation the catalog lacks to see it (gap).
 	Why string `yaml:"why"`
@@ -97,8 +100,8 @@ func (e *TriageEntry) validate(file string, doc *yaml.Node, kind TriageKind, i i
 		return &fileformat.FieldError{File: file, Line: e.line, Field: fmt.Sprintf("%s%s[%d].%s", kind, listSuffix(kind), i, field), Msg: msg}
 	}
 	switch {
-	case e.Key != "" && (e.File != "" || e.Func != "" || e.Operator != "" || e.Original != ""):
-		return bad("key", "give either key (one mutant) or file and func (with an optional operator and original), not both")
+	case e.Key != "" && (e.File != "" || e.Func != "" || e.Operator != "" || e.Original != "" || e.Unreached):
+		return bad("key", "give either key (one mutant) or file and func (with an optional operator, original and unreached), not both")
 	case e.Key == "" && (e.File == "" || e.Func == ""):
 		return bad("file", "required with func when there is no key: the file and the function whose mutants it explains")
 	case e.Operator != "" && !knownOperator(e.Operator):
@@ -156,12 +159,16 @@ func joinOperators() string {
 }
 
 // Lookup returns the entry that explains m, or nil: the first of the
-// equivalent ones, then of the gaps.
-func (t *Triage) Lookup(m Mutant) *TriageEntry {
+// equivalent ones, then of the gaps. unreached: no scenario ran the code
+// m changes.
+func (t *Triage) Lookup(m Mutant, unreached bool) *TriageEntry {
 	if t == nil {
 		return nil
 	}
 	for _, e := range t.entries() {
+		if e.Unreached && !unreached {
+			continue
+		}
 		if e.Key != "" {
 			if e.Key == m.Key {
 				return e
@@ -211,8 +218,10 @@ func (t *Triage) Unused(ms []Mutant) []string {
 	}
 	used := map[*TriageEntry]bool{}
 	for _, m := range ms {
-		if e := t.Lookup(m); e != nil {
-			used[e] = true
+		for _, unreached := range []bool{false, true} {
+			if e := t.Lookup(m, unreached); e != nil {
+				used[e] = true
+			}
 		}
 	}
 	var out []string

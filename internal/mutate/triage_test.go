@@ -70,20 +70,20 @@ func TestTriageLookup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := tr.Lookup(logical); e == nil || e.Kind() != KindEquivalent || e.Why != "because" {
+	if e := tr.Lookup(logical, false); e == nil || e.Kind() != KindEquivalent || e.Why != "because" {
 		t.Errorf("Lookup(%s) = %+v, want the equivalent entry", logical.Key, e)
 	}
-	if e := tr.Lookup(pairSwap); e == nil || e.Kind() != KindGap {
+	if e := tr.Lookup(pairSwap, false); e == nil || e.Kind() != KindGap {
 		t.Errorf("Lookup(mutant of pair) = %+v, want the gap entry", e)
 	}
-	if e := tr.Lookup(byOp(OpInsertBreak)); e != nil {
+	if e := tr.Lookup(byOp(OpInsertBreak), false); e != nil {
 		t.Errorf("Lookup(an insert-break of Cond) = %+v, want none", e)
 	}
 	unused := tr.Unused(set.Mutants)
 	if len(unused) != 1 || !strings.Contains(unused[0], "nothing") || !strings.Contains(unused[0], p+":8") {
 		t.Errorf("Unused = %q, want the entry of func nothing, at line 8", unused)
 	}
-	if triaged(tr.Lookup(logical)) != Equivalent || triaged(tr.Lookup(pairSwap)) != Gap {
+	if triaged(tr.Lookup(logical, false)) != Equivalent || triaged(tr.Lookup(pairSwap, false)) != Gap {
 		t.Errorf("triaged statuses wrong")
 	}
 }
@@ -99,7 +99,7 @@ func TestTriageOriginal(t *testing.T) {
 	}
 	var matched []string
 	for _, m := range set.Mutants {
-		if tr.Lookup(m) != nil {
+		if tr.Lookup(m, false) != nil {
 			matched = append(matched, m.Change())
 		}
 	}
@@ -108,5 +108,28 @@ func TestTriageOriginal(t *testing.T) {
 	}
 	if _, err := ReadTriage(writeTriage(t, "equivalent:\n  - {key: a#1, original: x, why: w}\n")); err == nil || !strings.Contains(err.Error(), "either key") {
 		t.Errorf("a key with an original: %v, want refused", err)
+	}
+}
+
+// TestTriageUnreached: an entry limited to unreached code explains a
+// mutant only where no scenario ran it.
+func TestTriageUnreached(t *testing.T) {
+	set := genSet(t)
+	p := writeTriage(t, "equivalent:\n  - {file: gen.go, func: pair, unreached: true, why: w}\n")
+	tr, err := ReadTriage(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m Mutant
+	for _, x := range set.Mutants {
+		if x.Func == "pair" {
+			m = x
+		}
+	}
+	if tr.Lookup(m, false) != nil || tr.Lookup(m, true) == nil {
+		t.Errorf("an unreached-only entry: reached %v, unreached %v; want it only for unreached code", tr.Lookup(m, false), tr.Lookup(m, true))
+	}
+	if u := tr.Unused(set.Mutants); len(u) != 0 {
+		t.Errorf("Unused = %q, want none: the entry matches pair", u)
 	}
 }

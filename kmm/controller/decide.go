@@ -7,8 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	kmmv1beta1 "github.com/bootproof/bootproof/kmm/api/v1beta1"
-	"github.com/bootproof/bootproof/kmm/detect"
-	"github.com/bootproof/bootproof/kmm/variant"
 	"github.com/bootproof/bootproof/kmm/worker"
 )
 
@@ -60,19 +58,13 @@ func (r *Reconciler) processSpec(ctx context.Context, p *pending, spec *kmmv1bet
 		r.plan(p, spec.ModuleItem, spec.Config, worker.ActionLoad)
 	case !sameConfig(spec.Config, status.Config):
 		if spec.Config.KernelVersion == status.Config.KernelVersion {
-			switch {
-			case r.is(variant.IgnoreImageChange):
-				log.Info("calibration variant: config changed; ignoring it", "bootID", bootID)
-			case r.is(variant.LoadWithoutUnload):
-				log.Info("calibration variant: config changed; loading it over the old one", "bootID", bootID)
-				r.plan(p, spec.ModuleItem, spec.Config, worker.ActionLoad)
-			default:
-				log.Info("config changed; unloading the old config first", "bootID", bootID)
-				r.plan(p, status.ModuleItem, status.Config, worker.ActionUnload)
+			if r.variantConfigChange(ctx, p, spec) {
+				return
 			}
+			log.Info("config changed; unloading the old config first", "bootID", bootID)
+			r.plan(p, status.ModuleItem, status.Config, worker.ActionUnload)
 		} else {
-			if r.is(variant.IgnoreKernelChange) {
-				log.Info("calibration variant: kernel version changed; ignoring it", "bootID", bootID)
+			if r.variantIgnoresKernelChange(ctx) {
 				return
 			}
 			log.Info("config and kernel version changed; loading", "bootID", bootID,
@@ -80,21 +72,14 @@ func (r *Reconciler) processSpec(ctx context.Context, p *pending, spec *kmmv1bet
 			r.plan(p, spec.ModuleItem, spec.Config, worker.ActionLoad)
 		}
 	default:
-		v := r.Detector.Rebooted(p.node, status)
-		if r.is(variant.UpdateEventsOnly) {
-			v = r.rebootedSinceSeen(p.node, key)
-		}
-		if r.is(variant.ReloadLoop) && r.Clock.Since(status.LastTransitionTime.Time) > reloadLoopAfter {
-			v = detect.Verdict{Rebooted: true, Reason: "calibration variant: the last load is over " + reloadLoopAfter.String() + " old"}
-		}
+		v := r.variantVerdict(p.node, status, key, r.Detector.Rebooted(p.node, status))
 		if !v.Rebooted {
 			log.V(1).Info("module loaded in this boot; nothing to do", "bootID", bootID, "detector", r.Detector.Name(), "why", v.Reason)
 			return
 		}
 		log.Info("reboot detected; loading again", "bootID", bootID, "oldBootID", status.BootID,
 			"detector", r.Detector.Name(), "why", v.Reason)
-		if r.is(variant.NoReload) {
-			log.Info("calibration variant: reboot detected; not loading again", "bootID", bootID)
+		if r.variantSkipsReload(ctx) {
 			return
 		}
 		p.emit(corev1.EventTypeNormal, ReasonRebootDetected, "Load", "Module %s: %s (detector %s); loading again", key, v.Reason, r.Detector.Name())
@@ -106,17 +91,12 @@ func (r *Reconciler) processOrphan(ctx context.Context, p *pending, status *kmmv
 	key := moduleKey(status.Namespace, status.Name)
 	log := logr.FromContextOrDiscard(ctx).WithValues("module", key)
 	bootID := p.node.Status.NodeInfo.BootID
-	if r.is(variant.IgnoreRemoved) {
-		log.V(1).Info("calibration variant: module removed from the spec; ignoring it", "bootID", bootID)
+	if r.variantIgnoresRemoved(ctx) {
 		return
 	}
 	// A verdict on an entry without a recorded boot only means "not known
 	// to be loaded in this boot"; unload it rather than guess.
-	v := r.Detector.Rebooted(p.node, status)
-	if r.is(variant.DropRemoved) {
-		v = detect.Verdict{Rebooted: true, Reason: "calibration variant: dropped without unloading"}
-	}
-	if v.Rebooted && !v.Unrecorded {
+	if v := r.variantOrphanVerdict(r.Detector.Rebooted(p.node, status)); v.Rebooted && !v.Unrecorded {
 		removeStatus(p.nmc, status.Namespace, status.Name)
 		log.Info("spec removed and node rebooted since the load; dropping the status without unloading",
 			"bootID", bootID, "oldBootID", status.BootID, "why", v.Reason)
@@ -161,7 +141,7 @@ func (r *Reconciler) replaceIfOutdated(ctx context.Context, p *pending, pod *cor
 }
 
 func (r *Reconciler) plan(p *pending, item kmmv1beta1.ModuleItem, cfg kmmv1beta1.ModuleConfig, action worker.Action) {
-	if action == worker.ActionLoad && r.is(variant.NeverLoad) {
+	if r.variantSkipsPlan(action) {
 		return
 	}
 	pod, err := worker.Pod(worker.Owner{Name: p.nmc.Name, UID: p.nmc.UID}, item, cfg, action)
@@ -169,9 +149,7 @@ func (r *Reconciler) plan(p *pending, item kmmv1beta1.ModuleItem, cfg kmmv1beta1
 		p.fail(err)
 		return
 	}
-	if action == worker.ActionLoad && r.is(variant.SlowPodStart) {
-		pod.Annotations[worker.StartDelayAnnotation] = slowPodStartDelay.String()
-	}
+	r.variantPod(action, pod)
 	p.create = append(p.create, pod)
 }
 

@@ -150,8 +150,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	nmc, err := r.readNMC(ctx, nodeName)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			if r.is(variant.KeepOrphanPods) {
-				log.Info("calibration variant: nodemodulesconfig gone; keeping its worker pods")
+			if r.variantKeepsOrphanPods(ctx) {
 				return reconcile.Result{}, nil
 			}
 			return reconcile.Result{}, r.releaseOrphanPods(ctx, nodeName)
@@ -196,14 +195,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.event(node, e)
 	}
 	result, created := r.createPods(ctx, p)
-	if r.is(variant.ReloadLoop) && result.RequeueAfter == 0 {
-		result.RequeueAfter = reloadLoopAfter // its loop needs no event
-	}
-	if r.is(variant.StatusOnCreate) {
-		if err := r.claimCreated(ctx, p, created); err != nil {
-			p.fail(err)
-		}
-	}
+	result = r.variantRequeue(result)
+	r.variantAfterCreate(ctx, p, created)
 	log.V(1).Info("reconciled", "bootID", node.Status.NodeInfo.BootID, "ready", detect.IsReady(node), "statusChanged", statusChanged,
 		"created", len(created), "released", len(p.release), "retry", result.RequeueAfter > 0, "errors", len(p.errs))
 	return result, errors.Join(p.errs...)

@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kmmv1beta1 "github.com/bootproof/bootproof/kmm/api/v1beta1"
-	"github.com/bootproof/bootproof/kmm/variant"
 	"github.com/bootproof/bootproof/kmm/worker"
 )
 
@@ -38,13 +37,10 @@ func (r *Reconciler) syncStatus(ctx context.Context, p *pending, pods map[string
 				continue
 			}
 			boot, source := r.bootOf(pod, p.node)
-			if r.is(variant.TwoWorkers) && r.firstLoadDropped(p.nmc.Name, key, boot) {
-				mlog.Info("calibration variant: first load of the boot not recorded; loading again", "bootID", boot)
+			if r.variantDropsLoad(ctx, p, key, boot) {
 				continue
 			}
-			if r.is(variant.NoBootRecord) {
-				boot = ""
-			}
+			boot = r.variantBoot(boot)
 			ltt := metav1.NewTime(r.Clock.Now())
 			if t := worker.TerminatedState(pod); t != nil && !t.FinishedAt.IsZero() {
 				ltt = t.FinishedAt
@@ -71,10 +67,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, nmc *kmmv1beta1.NodeModule
 	orig := nmc.DeepCopy()
 	orig.Status = *before
 	patch := client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})
-	if r.is(variant.RefusedStatusPatches) {
-		if err := r.refusePatch(node); err != nil {
-			return err
-		}
+	if err := r.variantRefusePatch(node); err != nil {
+		return err
 	}
 	return r.Client.Status().Patch(ctx, nmc, patch)
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kmmv1beta1 "github.com/bootproof/bootproof/kmm/api/v1beta1"
 	"github.com/bootproof/bootproof/kmm/detect"
@@ -57,11 +58,11 @@ func (r *Reconciler) is(n variant.Name) bool { return r.Variant == n }
 // (slow-reconcile), or until 8 s after the reconciler's start
 // (slow-start). It returns ctx's error if ctx ends first.
 func (r *Reconciler) variantWait(ctx context.Context) error {
-	var d time.Duration
-	switch r.Variant {
-	case variant.SlowReconcile:
-		d = slowReconcileDelay
-	case variant.SlowStart:
+	if !r.is(variant.SlowReconcile) && !r.is(variant.SlowStart) {
+		return nil
+	}
+	d := slowReconcileDelay
+	if r.is(variant.SlowStart) {
 		d = time.Until(r.vs.startedAt.Add(slowStartDelay))
 	}
 	if d <= 0 {
@@ -148,4 +149,154 @@ func (r *Reconciler) claimCreated(ctx context.Context, p *pending, created []*co
 	}
 	r.seen.Store(p.nmc.Name, p.nmc.ResourceVersion)
 	return nil
+}
+
+// The hooks below are where the calibration variants change the
+// reconciler, each one guarded by its variant: the correct reconciler (no
+// variant) passes every hook unchanged, so its own code paths hold no
+// variant's behaviour.
+
+// variantConfigChange is ignore-image-change's and load-without-unload's
+// answer to a config change without a kernel change; true when the
+// variant handled it.
+func (r *Reconciler) variantConfigChange(ctx context.Context, p *pending, spec *kmmv1beta1.NodeModuleSpec) bool {
+	log := logr.FromContextOrDiscard(ctx)
+	if r.is(variant.IgnoreImageChange) {
+		log.Info("calibration variant: config changed; ignoring it")
+		return true
+	}
+	if r.is(variant.LoadWithoutUnload) {
+		log.Info("calibration variant: config changed; loading it over the old one")
+		r.plan(p, spec.ModuleItem, spec.Config, worker.ActionLoad)
+		return true
+	}
+	return false
+}
+
+// variantIgnoresKernelChange is ignore-kernel-change's.
+func (r *Reconciler) variantIgnoresKernelChange(ctx context.Context) bool {
+	if !r.is(variant.IgnoreKernelChange) {
+		return false
+	}
+	logr.FromContextOrDiscard(ctx).Info("calibration variant: kernel version changed; ignoring it")
+	return true
+}
+
+// variantVerdict is the detector's verdict v on a module, as
+// update-events-only and reload-loop see it instead.
+func (r *Reconciler) variantVerdict(node *corev1.Node, status *kmmv1beta1.NodeModuleStatus, key string, v detect.Verdict) detect.Verdict {
+	if r.is(variant.UpdateEventsOnly) {
+		return r.rebootedSinceSeen(node, key)
+	}
+	if r.is(variant.ReloadLoop) {
+		if r.Clock.Since(status.LastTransitionTime.Time) > reloadLoopAfter {
+			return detect.Verdict{Rebooted: true, Reason: "calibration variant: the last load is over " + reloadLoopAfter.String() + " old"}
+		}
+	}
+	return v
+}
+
+// variantSkipsReload is no-reload's.
+func (r *Reconciler) variantSkipsReload(ctx context.Context) bool {
+	if !r.is(variant.NoReload) {
+		return false
+	}
+	logr.FromContextOrDiscard(ctx).Info("calibration variant: reboot detected; not loading again")
+	return true
+}
+
+// variantIgnoresRemoved is ignore-removed's.
+func (r *Reconciler) variantIgnoresRemoved(ctx context.Context) bool {
+	if !r.is(variant.IgnoreRemoved) {
+		return false
+	}
+	logr.FromContextOrDiscard(ctx).V(1).Info("calibration variant: module removed from the spec; ignoring it")
+	return true
+}
+
+// variantOrphanVerdict is the detector's verdict v on a removed module, as
+// drop-removed sees it instead.
+func (r *Reconciler) variantOrphanVerdict(v detect.Verdict) detect.Verdict {
+	if !r.is(variant.DropRemoved) {
+		return v
+	}
+	return detect.Verdict{Rebooted: true, Reason: "calibration variant: dropped without unloading"}
+}
+
+// variantSkipsPlan is never-load's: no loader pod.
+func (r *Reconciler) variantSkipsPlan(action worker.Action) bool {
+	if !r.is(variant.NeverLoad) {
+		return false
+	}
+	return action == worker.ActionLoad
+}
+
+// variantPod is slow-pod-start's: loader pods that start late.
+func (r *Reconciler) variantPod(action worker.Action, pod *corev1.Pod) {
+	if !r.is(variant.SlowPodStart) {
+		return
+	}
+	if action == worker.ActionLoad {
+		pod.Annotations[worker.StartDelayAnnotation] = slowPodStartDelay.String()
+	}
+}
+
+// variantKeepsOrphanPods is keep-orphan-pods'.
+func (r *Reconciler) variantKeepsOrphanPods(ctx context.Context) bool {
+	if !r.is(variant.KeepOrphanPods) {
+		return false
+	}
+	logr.FromContextOrDiscard(ctx).Info("calibration variant: nodemodulesconfig gone; keeping its worker pods")
+	return true
+}
+
+// variantRequeue is reload-loop's: its loop needs no event.
+func (r *Reconciler) variantRequeue(result reconcile.Result) reconcile.Result {
+	if !r.is(variant.ReloadLoop) {
+		return result
+	}
+	if result.RequeueAfter == 0 {
+		result.RequeueAfter = reloadLoopAfter
+	}
+	return result
+}
+
+// variantAfterCreate is status-on-create's.
+func (r *Reconciler) variantAfterCreate(ctx context.Context, p *pending, created []*corev1.Pod) {
+	if !r.is(variant.StatusOnCreate) {
+		return
+	}
+	if err := r.claimCreated(ctx, p, created); err != nil {
+		p.fail(err)
+	}
+}
+
+// variantDropsLoad is two-workers': true when it drops the finished load
+// of key in boot.
+func (r *Reconciler) variantDropsLoad(ctx context.Context, p *pending, key, boot string) bool {
+	if !r.is(variant.TwoWorkers) {
+		return false
+	}
+	if !r.firstLoadDropped(p.nmc.Name, key, boot) {
+		return false
+	}
+	logr.FromContextOrDiscard(ctx).Info("calibration variant: first load of the boot not recorded; loading again", "module", key, "bootID", boot)
+	return true
+}
+
+// variantBoot is the boot recorded for a load, as no-boot-record records
+// it (none).
+func (r *Reconciler) variantBoot(boot string) string {
+	if r.is(variant.NoBootRecord) {
+		return ""
+	}
+	return boot
+}
+
+// variantRefusePatch is refused-status-patches' simulated API server.
+func (r *Reconciler) variantRefusePatch(node *corev1.Node) error {
+	if !r.is(variant.RefusedStatusPatches) {
+		return nil
+	}
+	return r.refusePatch(node)
 }
