@@ -75,7 +75,7 @@ type podObs struct {
 	// deleting: its deletion started (a deletionTimestamp), and a
 	// finalizer or the kubelet still keeps it.
 	deleting bool
-	loadBoot                       string // boot the action ran in
+	loadBoot string // boot the action ran in
 }
 
 // load is one successful worker action.
