@@ -134,3 +134,31 @@ func TestMutateBadInput(t *testing.T) {
 		})
 	}
 }
+
+func TestMutatePasses(t *testing.T) {
+	res := func(st mutate.Status) mutate.Result { return mutate.Result{Status: st} }
+	for _, tc := range []struct {
+		name                 string
+		results              []mutate.Result
+		minScore             float64
+		strict, allowSurvive bool
+	}{
+		{"all killed", []mutate.Result{res(mutate.Killed)}, 90, true, true},
+		{"a survivor", []mutate.Result{res(mutate.Killed), res(mutate.Survived)}, 0, false, true},
+		{"a survivor below the score", []mutate.Result{res(mutate.Killed), res(mutate.Survived)}, 90, false, false},
+		{"mislabelled", []mutate.Result{res(mutate.Killed), res(mutate.Mislabelled)}, 0, false, false},
+		{"not judged", []mutate.Result{res(mutate.Killed), res(mutate.NotJudged)}, 0, false, false},
+		{"triage contradicted", []mutate.Result{{Status: mutate.Killed, TriagedButKilled: true}}, 0, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := &mutate.Report{Results: tc.results}
+			rep.Summarize()
+			if got := cli.MutatePasses(rep, tc.minScore, false); got != tc.strict {
+				t.Errorf("without --allow-survivors: %v, want %v", got, tc.strict)
+			}
+			if got := cli.MutatePasses(rep, tc.minScore, true); got != tc.allowSurvive {
+				t.Errorf("with --allow-survivors: %v, want %v", got, tc.allowSurvive)
+			}
+		})
+	}
+}

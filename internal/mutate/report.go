@@ -95,8 +95,15 @@ func (r *Report) Summarize() {
 // no survivor without a triage entry, nothing mislabelled or not judged,
 // no triage entry contradicted by a kill, and at least minScore percent.
 func (r *Report) OK(minScore float64) bool {
-	return r.Counts[Survived] == 0 && r.Counts[Mislabelled] == 0 && r.Counts[NotJudged] == 0 && len(r.Contradicted()) == 0 &&
-		r.Score.Percent() >= minScore
+	return r.Counts[Survived] == 0 && r.Sound() && r.Score.Percent() >= minScore
+}
+
+// Sound reports a run with nothing no triage can excuse: no mutant
+// mislabelled (a defect reported as an error), none left not judged, and
+// no triage entry contradicted by a kill. Unexplained survivors are left
+// to OK.
+func (r *Report) Sound() bool {
+	return r.Counts[Mislabelled] == 0 && r.Counts[NotJudged] == 0 && len(r.Contradicted()) == 0
 }
 
 // Contradicted lists the mutants the triage calls equivalent that were

@@ -38,12 +38,13 @@ func TestReportScoreAndOK(t *testing.T) {
 		extra  []Result
 		score  string
 		ok90   bool
+		sound  bool
 		inText string
 	}{
-		{"all killable killed", nil, "100.0 % (3 of 3)", true, "Kill matrix"},
-		{"a known gap", []Result{res(7, Gap)}, "75.0 % (3 of 4)", false, "Known gaps (1)"},
-		{"an unexplained survivor", []Result{res(7, Survived), res(8, Killed), res(9, Killed), res(10, Killed), res(11, Killed), res(12, Killed), res(13, Killed), res(14, Killed)}, "90.9 % (10 of 11)", false, "Survivors (not explained) (1)"},
-		{"mislabelled", []Result{res(7, Mislabelled)}, "75.0 % (3 of 4)", false, "Mislabelled (1)"},
+		{"all killable killed", nil, "100.0 % (3 of 3)", true, true, "Kill matrix"},
+		{"a known gap", []Result{res(7, Gap)}, "75.0 % (3 of 4)", false, true, "Known gaps (1)"},
+		{"an unexplained survivor", []Result{res(7, Survived), res(8, Killed), res(9, Killed), res(10, Killed), res(11, Killed), res(12, Killed), res(13, Killed), res(14, Killed)}, "90.9 % (10 of 11)", false, true, "Survivors (not explained) (1)"},
+		{"mislabelled", []Result{res(7, Mislabelled)}, "75.0 % (3 of 4)", false, false, "Mislabelled (1)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &Report{Generated: 20, Scenarios: []string{"fast-reboot-0.1g"}, Results: append(append([]Result(nil), base...), tc.extra...)}
@@ -53,6 +54,9 @@ func TestReportScoreAndOK(t *testing.T) {
 			}
 			if r.OK(90) != tc.ok90 {
 				t.Errorf("OK(90) = %v, want %v", r.OK(90), tc.ok90)
+			}
+			if r.Sound() != tc.sound {
+				t.Errorf("Sound() = %v, want %v", r.Sound(), tc.sound)
 			}
 			if r.ScenarioKills["fast-reboot-0.1g"] != r.Counts[Killed] {
 				t.Errorf("scenario kills %v, killed %d", r.ScenarioKills, r.Counts[Killed])
@@ -80,6 +84,9 @@ func TestTriagedButKilledFailsTheRun(t *testing.T) {
 	r.Summarize()
 	if r.OK(0) {
 		t.Errorf("a run whose triage calls a killed mutant equivalent is OK")
+	}
+	if r.Sound() {
+		t.Errorf("a run whose triage calls a killed mutant equivalent is sound (--allow-survivors would pass it)")
 	}
 	if !strings.Contains(r.Markdown(), "Triage contradicted (1)") {
 		t.Errorf("mutate.md does not name the contradicted entry")

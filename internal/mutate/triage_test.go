@@ -133,3 +133,20 @@ func TestTriageUnreached(t *testing.T) {
 		t.Errorf("Unused = %q, want none: the entry matches pair", u)
 	}
 }
+
+// TestRepoTriageFile reads bootproof's own triage file: it must parse,
+// and each of its entries must match some mutant of the reconciler (an
+// entry that matches none is stale, or shadowed by an earlier one).
+func TestRepoTriageFile(t *testing.T) {
+	tr, err := ReadTriage(filepath.Join("..", "..", DefaultTriageFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := Generate(filepath.Join("..", ".."), DefaultPackages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range tr.Unused(set.Mutants) {
+		t.Error(u)
+	}
+}
