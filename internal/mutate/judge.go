@@ -59,6 +59,10 @@ type Case struct {
 	Failed     []string `json:"failed,omitempty"`
 	Message    string   `json:"message,omitempty"`
 	DurationMS int64    `json:"duration_ms"`
+	// ErrorBefore is the message of a first attempt that ended in an
+	// error (no verdict: an invalid run, a fault of the cluster), after
+	// which the case ran once more; Verdict is the second attempt's.
+	ErrorBefore string `json:"error_before,omitempty"`
 }
 
 // Result is one mutant's outcome.
@@ -132,11 +136,17 @@ const DefaultParallel = 12
 // the likeliest killers first, before the rest run side by side.
 const probeScenarios = 3
 
+// caseRunner runs one case: scenarios.Engine.
+type caseRunner interface {
+	Run(ctx context.Context, s *scenarios.Scenario, subj scenarios.Subject) scenarios.CaseResult
+}
+
 // judge is a run in progress.
 type judge struct {
-	cfg   Config
-	eng   *scenarios.Engine
-	grace time.Duration
+	cfg    Config
+	eng    caseRunner
+	health *health.Monitor
+	grace  time.Duration
 	slots *semaphore.Weighted
 	nodes *semaphore.Weighted
 	log   logr.Logger
@@ -159,8 +169,9 @@ type Baseline struct {
 // results in mutant order; the error is the baseline's or an interruption.
 func Run(ctx context.Context, cfg Config) (Baseline, []Result, error) {
 	cfg.Parallel = cmp.Or(cfg.Parallel, DefaultParallel)
+	mon := &health.Monitor{Cluster: cfg.Cluster}
 	j := &judge{cfg: cfg, grace: cfg.Cluster.GracePeriod(), kills: map[string]int{}, log: logr.FromContextOrDiscard(ctx),
-		eng:   &scenarios.Engine{Cluster: cfg.Cluster, Backend: cfg.Backend, RunID: cfg.RunID, Health: &health.Monitor{Cluster: cfg.Cluster}},
+		eng: &scenarios.Engine{Cluster: cfg.Cluster, Backend: cfg.Backend, RunID: cfg.RunID, Health: mon}, health: mon,
 		slots: semaphore.NewWeighted(int64(cfg.Parallel))}
 	budget := int64(cfg.NodeBudget)
 	for _, s := range cfg.Scenarios {
@@ -168,13 +179,13 @@ func Run(ctx context.Context, cfg Config) (Baseline, []Result, error) {
 	}
 	j.nodes = semaphore.NewWeighted(budget)
 	monCtx, stopMon := context.WithCancel(ctx)
-	var mon sync.WaitGroup
+	var monitoring sync.WaitGroup
 	defer func() {
 		stopMon()
-		mon.Wait()
+		monitoring.Wait()
 	}()
-	mon.Go(func() {
-		if err := j.eng.Health.Start(monCtx); err != nil {
+	monitoring.Go(func() {
+		if err := j.health.Start(monCtx); err != nil {
 			j.log.Error(err, "cluster health monitor")
 		}
 	})
@@ -429,7 +440,20 @@ func (j *judge) runCase(ctx context.Context, s *scenarios.Scenario, subj scenari
 	if ctx.Err() != nil {
 		return Case{}, false
 	}
-	c := Case{Scenario: s.Name, Verdict: res.Verdict, Observed: res.Observed, Message: res.Message, DurationMS: res.DurationMS}
+	// An error is no measurement (on a loaded machine, most often a
+	// simulated kubelet whose Lease renewals came late: an invalid run):
+	// the case runs once more, whatever the mutant and the scenario, and
+	// only a second error stands (a mutant whose every attempt errs is
+	// mislabelled).
+	var before string
+	if res.Verdict == scenarios.Error {
+		before = res.Message
+		res = j.eng.Run(ctx, s, subj)
+		if ctx.Err() != nil {
+			return Case{}, false
+		}
+	}
+	c := Case{Scenario: s.Name, Verdict: res.Verdict, Observed: res.Observed, Message: res.Message, DurationMS: res.DurationMS, ErrorBefore: before}
 	for _, a := range res.Assertions {
 		if !a.OK && slices.Contains(judging.Judged, a.Name) {
 			c.Failed = append(c.Failed, a.Name)

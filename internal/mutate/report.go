@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/bootproof/bootproof/scenarios"
 )
 
 // Files of a mutation run's report.
@@ -144,6 +146,26 @@ func (r *Report) Write(dir string) error {
 	return os.WriteFile(filepath.Join(dir, ReportMDFile), []byte(r.Markdown()), 0o644)
 }
 
+// rerun counts the cases (the baseline's and the mutants') that ended in
+// an error and ran once more, and those whose second attempt erred too.
+func (r *Report) rerun() (again, erred int) {
+	count := func(cs []Case) {
+		for _, c := range cs {
+			if c.ErrorBefore != "" {
+				again++
+				if c.Verdict == scenarios.Error {
+					erred++
+				}
+			}
+		}
+	}
+	count(r.Baseline)
+	for _, res := range r.Results {
+		count(res.Cases)
+	}
+	return again, erred
+}
+
 // Markdown renders the report.
 func (r *Report) Markdown() string {
 	var b strings.Builder
@@ -163,6 +185,10 @@ func (r *Report) Markdown() string {
 	b.WriteString("Score = killed ÷ (judged − equivalent − unobservable − not compiling). A mutant is killed only by a case whose verdict is " +
 		"`fail` through a judged assertion; a case that ends in an error never kills, and a mutant with an error and no kill is *mislabelled*. " +
 		"A survivor was judged by every scenario.\n\n")
+	if again, erred := r.rerun(); again > 0 {
+		fmt.Fprintf(&b, "%d case(s) ended in an error (no verdict: an invalid run, a fault of the cluster) and ran once more, as every such case does; "+
+			"%d ended in an error again.\n\n", again, erred)
+	}
 	r.writeByFile(&b)
 	r.writeKills(&b)
 	r.writeList(&b, Survived, "Survivors (not explained)", "Each needs a scenario, action or assertion that kills it, or a triage entry saying why it is equivalent.")

@@ -92,3 +92,20 @@ func TestTriagedButKilledFailsTheRun(t *testing.T) {
 		t.Errorf("mutate.md does not name the contradicted entry")
 	}
 }
+
+func TestReportCountsCasesRunAgain(t *testing.T) {
+	r := &Report{
+		Baseline: []Case{{Scenario: "a", Verdict: "pass", ErrorBefore: "invalid run: no renewal of its Lease was seen"}},
+		Results: []Result{{Mutant: Mutant{ID: 1}, Status: Mislabelled, Cases: []Case{
+			{Scenario: "a", Verdict: "error", ErrorBefore: "invalid run"},
+			{Scenario: "b", Verdict: "pass"},
+		}}},
+	}
+	r.Summarize()
+	if again, erred := r.rerun(); again != 2 || erred != 1 {
+		t.Errorf("rerun() = %d, %d; want 2 cases run again, 1 erring again", again, erred)
+	}
+	if md := r.Markdown(); !strings.Contains(md, "2 case(s) ended in an error") || !strings.Contains(md, "1 ended in an error again") {
+		t.Errorf("mutate.md does not count the cases run again:\n%s", md)
+	}
+}
