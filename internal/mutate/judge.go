@@ -147,9 +147,9 @@ type judge struct {
 	eng    caseRunner
 	health *health.Monitor
 	grace  time.Duration
-	slots *semaphore.Weighted
-	nodes *semaphore.Weighted
-	log   logr.Logger
+	slots  *semaphore.Weighted
+	nodes  *semaphore.Weighted
+	log    logr.Logger
 
 	// cover is what the baseline ran.
 	cover *Coverage
