@@ -78,8 +78,10 @@ type Result struct {
 	// mutant not judged, the unobservable's reason.
 	Why    string `json:"why,omitempty"`
 	Triage string `json:"triage,omitempty"`
-	// TriagedButKilled: the triage file explains the mutant as a
-	// survivor, but a case killed it: the entry is out of date.
+	// TriagedButKilled: the triage file calls the mutant equivalent, but
+	// a case killed it: the entry is wrong. (A kill of a mutant a gap
+	// entry matches is only a kill: a gap never raises the score, and an
+	// entry naming a function's gap may cover mutants that are killed.)
 	TriagedButKilled bool `json:"triaged_but_killed,omitempty"`
 	// Unreached: no scenario ran the code it changes (in the unmutated
 	// reconciler's coverage), so it was not judged.
@@ -333,7 +335,7 @@ func (j *judge) mutant(ctx context.Context, b built) Result {
 	switch {
 	case kill != nil:
 		r.Status, r.KilledBy = Killed, kill
-		r.TriagedButKilled = entry != nil
+		r.TriagedButKilled = contradicts(entry)
 		j.credit(kill.Scenario)
 	case ctx.Err() != nil:
 		r.Status, r.Why = NotJudged, "the run was interrupted"
@@ -354,6 +356,11 @@ func (j *judge) mutant(ctx context.Context, b built) Result {
 	}
 	return r
 }
+
+// contradicts reports whether a kill contradicts the triage entry that
+// matches the mutant: only an equivalent one, whose claim (the change
+// cannot alter behaviour) the kill disproves.
+func contradicts(e *TriageEntry) bool { return e != nil && e.Kind() == KindEquivalent }
 
 // triaged is the status of a survivor the entry explains.
 func triaged(e *TriageEntry) Status {

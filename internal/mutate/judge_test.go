@@ -51,3 +51,18 @@ func TestAnErrorRunsTheCaseOnceMore(t *testing.T) {
 		})
 	}
 }
+
+func TestOnlyAnEquivalentEntryIsContradictedByAKill(t *testing.T) {
+	for _, tc := range []struct {
+		entry *TriageEntry
+		want  bool
+	}{
+		{nil, false},
+		{&TriageEntry{kind: KindEquivalent}, true},
+		{&TriageEntry{kind: KindGap}, false},
+	} {
+		if got := contradicts(tc.entry); got != tc.want {
+			t.Errorf("contradicts(%+v) = %v, want %v", tc.entry, got, tc.want)
+		}
+	}
+}
