@@ -26,7 +26,7 @@ const (
 	slowPodStartDelay  = 3 * time.Second
 	refusedPatches     = 2
 	// reloadLoopAfter is how old reload-loop lets a load get.
-	reloadLoopAfter = 2 * time.Second
+	reloadLoopAfter = time.Second
 )
 
 // variantState is what the calibration variants (Reconciler.Variant)

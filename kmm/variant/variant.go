@@ -73,7 +73,7 @@ const (
 	// KeepOrphanPods never releases its finalizer from the worker pods of
 	// a deleted NodeModulesConfig: they stay, stuck in deletion.
 	KeepOrphanPods Name = "keep-orphan-pods"
-	// ReloadLoop loads a module again whenever its last load is over 2 s
+	// ReloadLoop loads a module again whenever its last load is over 1 s
 	// old, whatever the boot.
 	ReloadLoop Name = "reload-loop"
 
