@@ -151,6 +151,11 @@ func timelineActions() map[ActionKind]actionSpec {
 		// the subject must release (its finalizer). A later spec action
 		// on the node creates the NodeModulesConfig again.
 		ActDeleteNMC: {fields: []string{"on"}, run: (*caseRun).doDeleteNMC},
+		// refuse-writes makes the API server refuse the subject's writes
+		// for the targeted nodes (its worker pods' creates and updates,
+		// their NodeModulesConfigs' status) until allow-writes (refusal.go).
+		ActRefuseWrites: {fields: []string{"on"}, subjectNeeds: (*caseRun).canRefuseWrites, run: (*caseRun).doRefuseWrites},
+		ActAllowWrites:  {run: (*caseRun).doAllowWrites},
 		ActSleep: {
 			fields: []string{"duration"},
 			check:  required("duration", func(a Action) Duration { return a.Duration }),

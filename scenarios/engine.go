@@ -428,6 +428,12 @@ func (c *caseRun) teardown() error {
 	if c.cs == nil {
 		return errors.Join(errs...)
 	}
+	// A refusal still in force would refuse the finalizers' removal.
+	if c.s.refusesWrites() {
+		if err := c.deleteRefusal(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	sel := labels.SelectorFromSet(c.selector()).String()
 	if c.dyn != nil {
 		if err := c.dyn.Resource(contract.NMCResource).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: sel}); err != nil && !apierrors.IsNotFound(err) {

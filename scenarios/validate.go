@@ -111,7 +111,7 @@ func (s *Scenario) validateExpect() string {
 // validateActions checks each action against its kind's rules and the
 // scenario's nodes, and that pause-subject and resume-subject pair up.
 func (s *Scenario) validateActions() error {
-	paused := false
+	paused, refusing := false, -1
 	for i, a := range s.Actions {
 		at := func(msg string) error {
 			return &fileformat.FieldError{Line: a.Line, Field: fmt.Sprintf("actions[%d].%s", i, a.Kind), Msg: msg}
@@ -137,9 +137,29 @@ func (s *Scenario) validateActions() error {
 				return at("the subject is not paused")
 			}
 			paused = false
+		case ActRefuseWrites:
+			if refusing >= 0 {
+				return at(fmt.Sprintf("writes are already refused (actions[%d]); allow-writes comes between two refuse-writes", refusing))
+			}
+			refusing = i
+		case ActAllowWrites:
+			if refusing < 0 {
+				return at("writes are not refused: allow-writes follows a refuse-writes")
+			}
+			refusing = -1
 		}
 	}
+	if refusing >= 0 {
+		a := s.Actions[refusing]
+		return &fileformat.FieldError{Line: a.Line, Field: fmt.Sprintf("actions[%d].%s", refusing, a.Kind),
+			Msg: "writes are still refused when the timeline ends: add allow-writes: {} after it (a subject is judged on what it did once it could act)"}
+	}
 	return nil
+}
+
+// refusesWrites reports whether the timeline has refuse-writes.
+func (s *Scenario) refusesWrites() bool {
+	return slices.ContainsFunc(s.Actions, func(a Action) bool { return a.Kind == ActRefuseWrites })
 }
 
 // pausedAtEnd reports whether the timeline leaves the subject paused.

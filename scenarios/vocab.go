@@ -28,6 +28,8 @@ const (
 	ActUpdateKernel   ActionKind = "update-kernel-version"
 	ActUpdateImage    ActionKind = "update-module-image"
 	ActDeleteNMC      ActionKind = "delete-nmc"
+	ActRefuseWrites   ActionKind = "refuse-writes"
+	ActAllowWrites    ActionKind = "allow-writes"
 	ActSleep          ActionKind = "sleep"
 )
 
