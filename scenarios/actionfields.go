@@ -111,6 +111,18 @@ var fieldSetters = map[string]func(a *Action, v *yaml.Node) error{
 		}
 		return nil
 	},
+	"writes": func(a *Action, v *yaml.Node) error {
+		if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
+			return fmt.Errorf("want a list of %s", strings.Join(RefusableWrites(), ", "))
+		}
+		for _, c := range v.Content {
+			if !slices.Contains(RefusableWrites(), c.Value) || slices.Contains(a.Writes, c.Value) {
+				return fmt.Errorf("%q: accepted: %s, each once", c.Value, strings.Join(RefusableWrites(), ", "))
+			}
+			a.Writes = append(a.Writes, c.Value)
+		}
+		return nil
+	},
 	"action": func(a *Action, v *yaml.Node) error { return oneOf(&a.WorkerAction, v, "Load", "Unload") },
 	"state":  func(a *Action, v *yaml.Node) error { return oneOf(&a.State, v, "created", "running", "succeeded") },
 }

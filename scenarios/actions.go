@@ -153,8 +153,9 @@ func timelineActions() map[ActionKind]actionSpec {
 		ActDeleteNMC: {fields: []string{"on"}, run: (*caseRun).doDeleteNMC},
 		// refuse-writes makes the API server refuse the subject's writes
 		// for the targeted nodes (its worker pods' creates and updates,
-		// their NodeModulesConfigs' status) until allow-writes (refusal.go).
-		ActRefuseWrites: {fields: []string{"on"}, subjectNeeds: (*caseRun).canRefuseWrites, run: (*caseRun).doRefuseWrites},
+		// their NodeModulesConfigs' status, or one of them: writes) until
+		// allow-writes (refusal.go).
+		ActRefuseWrites: {fields: []string{"on", "writes"}, subjectNeeds: (*caseRun).canRefuseWrites, run: (*caseRun).doRefuseWrites},
 		ActAllowWrites:  {run: (*caseRun).doAllowWrites},
 		ActSleep: {
 			fields: []string{"duration"},

@@ -131,6 +131,10 @@ type Action struct {
 	LoadingOrder []string
 	WorkerAction string
 	State        string
+	// Writes are the subject's writes refuse-writes refuses: "pods" (its
+	// worker pods' creates and updates), "status" (its NodeModulesConfig
+	// status); default both.
+	Writes []string
 
 	Line int
 }

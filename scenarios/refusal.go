@@ -4,15 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/bootproof/bootproof/contract"
 )
@@ -23,8 +25,9 @@ import (
 // failing admission webhook or a quota, while reads and watches go on. A
 // ValidatingAdmissionPolicy of the case, bound with Deny, refuses them:
 // it matches only the case's worker pods (in its namespace, on its
-// targeted nodes, with the worker-action label) and the status of the
-// targeted nodes' NodeModulesConfigs, so the harness's own writes (the
+// targeted nodes, with the worker-action label), the status of the
+// targeted nodes' NodeModulesConfigs and the create of the case's probe
+// ConfigMap (refusalName), so the harness's own writes (the
 // spec), the kubelets' (pod status, deletes) and every other case go
 // through. A subject must retry what was refused once writes are allowed
 // again: a reconciler that drops an error is never asked again.
@@ -34,15 +37,26 @@ import (
 // watching them).
 const refusalProbeTimeout = 30 * time.Second
 
-// refusalProbeAnnotation is what the dry-run probe writes.
-const refusalProbeAnnotation = "bootproof.dev/refusal-probe"
+// What refuse-writes may refuse (Action.Writes).
+const (
+	WritesPods   = "pods"
+	WritesStatus = "status"
+)
 
-// refusalName names the case's policy and binding.
+// RefusableWrites lists the values of refuse-writes' writes.
+func RefusableWrites() []string { return []string{WritesPods, WritesStatus} }
+
+// refusalName names the case's policy and binding, and the ConfigMap
+// whose creation (dry run) probes whether the policy is in force: the
+// policy refuses that one create too, so the probe depends on nothing
+// else (a NodeModulesConfig may be gone, a namespace's service account
+// not there yet).
 func (c *caseRun) refusalName() string { return "bootproof-refuse-writes-" + c.id }
 
 // refusalPolicy is the policy that refuses the subject's writes on
-// nodes, and its binding.
-func refusalPolicy(name, namespace string, nodes []string, objLabels map[string]string) (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding) {
+// nodes (writes: RefusableWrites, empty for all), and its binding.
+func refusalPolicy(name, namespace string, nodes, writes []string, objLabels map[string]string) (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding) {
+	refuses := func(w string) string { return strconv.FormatBool(len(writes) == 0 || slices.Contains(writes, w)) }
 	quoted := make([]string, len(nodes))
 	for i, n := range nodes {
 		quoted[i] = strconv.Quote(n)
@@ -52,8 +66,11 @@ func refusalPolicy(name, namespace string, nodes []string, objLabels map[string]
 	worker := func(o string) string {
 		return fmt.Sprintf("(%[1]s != null && has(%[1]s.metadata.labels) && %[2]s in %[1]s.metadata.labels && has(%[1]s.spec.nodeName) && %[1]s.spec.nodeName in %[3]s)", o, label, list)
 	}
-	match := fmt.Sprintf(`(request.resource.resource == "pods" && request.namespace == %s && (%s || %s)) || (request.resource.resource == %s && request.name in %s)`,
-		strconv.Quote(namespace), worker("object"), worker("oldObject"), strconv.Quote(contract.NMCResource.Resource), list)
+	match := fmt.Sprintf(`(%[7]s && request.resource.resource == "pods" && request.namespace == %[1]s && (%[2]s || %[3]s)) || `+
+		`(%[8]s && request.resource.resource == %[4]s && request.name in %[5]s) || `+
+		`(request.resource.resource == "configmaps" && request.namespace == %[1]s && request.name == %[6]s)`,
+		strconv.Quote(namespace), worker("object"), worker("oldObject"), strconv.Quote(contract.NMCResource.Resource), list, strconv.Quote(name),
+		refuses(WritesPods), refuses(WritesStatus))
 	fail := admissionv1.Fail
 	reason := metav1.StatusReasonForbidden
 	policy := &admissionv1.ValidatingAdmissionPolicy{
@@ -64,6 +81,10 @@ func refusalPolicy(name, namespace string, nodes []string, objLabels map[string]
 				{RuleWithOperations: admissionv1.RuleWithOperations{
 					Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
 					Rule:       admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+				}},
+				{RuleWithOperations: admissionv1.RuleWithOperations{
+					Operations: []admissionv1.OperationType{admissionv1.Create},
+					Rule:       admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
 				}},
 				{RuleWithOperations: admissionv1.RuleWithOperations{
 					Operations: []admissionv1.OperationType{admissionv1.Update},
@@ -108,7 +129,7 @@ func (c *caseRun) canRefuseWrites(_ Action) error {
 // server enforces it.
 func (c *caseRun) doRefuseWrites(ctx context.Context, a Action) error {
 	nodes := c.targets(a.On)
-	policy, binding := refusalPolicy(c.refusalName(), c.ns, nodes, c.labels())
+	policy, binding := refusalPolicy(c.refusalName(), c.ns, nodes, a.Writes, c.labels())
 	adm := c.cs.AdmissionregistrationV1()
 	if _, err := adm.ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
 		return infra("create ValidatingAdmissionPolicy %s: %w", policy.Name, err)
@@ -116,11 +137,18 @@ func (c *caseRun) doRefuseWrites(ctx context.Context, a Action) error {
 	if _, err := adm.ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		return infra("create ValidatingAdmissionPolicyBinding %s: %w", binding.Name, err)
 	}
-	if err := c.probeRefusal(ctx, nodes[0], true); err != nil {
+	if err := c.probeRefusal(ctx, true); err != nil {
 		return err
 	}
+	what := map[string]string{WritesPods: "its worker pods' creates and updates", WritesStatus: "its NodeModulesConfig status writes"}
+	var refused []string
+	for _, w := range RefusableWrites() {
+		if len(a.Writes) == 0 || slices.Contains(a.Writes, w) {
+			refused = append(refused, what[w])
+		}
+	}
 	for _, n := range nodes {
-		c.obs.Action(n, a.Kind, "the API server refuses the subject's worker pod writes and NodeModulesConfig status writes")
+		c.obs.Action(n, a.Kind, "the API server refuses the subject's writes: "+strings.Join(refused, ", "))
 	}
 	return nil
 }
@@ -131,38 +159,34 @@ func (c *caseRun) doAllowWrites(ctx context.Context, a Action) error {
 	if err := c.deleteRefusal(ctx); err != nil {
 		return infra("%w", err)
 	}
-	if err := c.probeRefusal(ctx, c.names[0], false); err != nil {
+	if err := c.probeRefusal(ctx, false); err != nil {
 		return err
 	}
 	c.obs.Action("", a.Kind, "the API server takes the subject's writes again")
 	return nil
 }
 
-// probeRefusal waits until a dry-run write of node's NodeModulesConfig
-// status is refused (refused true) or taken.
-func (c *caseRun) probeRefusal(ctx context.Context, node string, refused bool) error {
-	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, refusalProbeAnnotation, c.id))
-	res := c.dyn.Resource(contract.NMCResource)
+// probeRefusal waits until the API server refuses (refused true) or
+// takes a dry-run create of the case's probe ConfigMap.
+func (c *caseRun) probeRefusal(ctx context.Context, refused bool) error {
+	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: c.refusalName(), Namespace: c.ns}}
 	var last error
-	err := c.waitFor(ctx, refusalProbeTimeout, func() error {
-		_, last = res.Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}, "status")
-		switch {
-		case refused && apierrors.IsForbidden(last), !refused && last == nil:
-			return nil
-		case last != nil && !apierrors.IsForbidden(last):
-			return last
-		}
-		return errNotYet
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, refusalProbeTimeout, true, func(ctx context.Context) (bool, error) {
+		_, last = c.cs.CoreV1().ConfigMaps(c.ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return (refused && apierrors.IsForbidden(last)) || (!refused && last == nil), nil
 	})
-	if err == nil || ctx.Err() != nil || isFault(err) {
-		return err
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if last != nil && !apierrors.IsForbidden(last) {
+		return infra("probe the write refusal %s: %w", c.refusalName(), last)
 	}
 	state := "enforced"
 	if !refused {
 		state = "lifted"
-	}
-	if last != nil && !apierrors.IsForbidden(last) {
-		return infra("probe the write refusal on NodeModulesConfig %s: %w", node, last)
 	}
 	return infra("the API server had not %s the write refusal %s within %s", state, c.refusalName(), refusalProbeTimeout)
 }

@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -73,7 +72,7 @@ func TestRefusalRefusesOnlyTheSubjectsWritesOfTheCase(t *testing.T) {
 	}
 
 	c := &caseRun{cs: cs, dyn: dyn, id: "t1", ns: "case", names: []string{"n0", "n1"}}
-	policy, binding := refusalPolicy(c.refusalName(), "case", []string{"n0"}, c.selector())
+	policy, binding := refusalPolicy(c.refusalName(), "case", []string{"n0"}, nil, c.selector())
 	if _, err := cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -83,12 +82,9 @@ func TestRefusalRefusesOnlyTheSubjectsWritesOfTheCase(t *testing.T) {
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 	dryPatch := metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}
 	statusPatch := []byte(`{"status":{"modules":[]}}`)
-	eventually(t, ctx, "the refusal enforced", func() error {
-		if _, err := nmcs.Patch(ctx, "n0", types.MergePatchType, statusPatch, dryPatch, "status"); !apierrors.IsForbidden(err) {
-			return errors.New("n0's status write not refused yet")
-		}
-		return nil
-	})
+	if err := c.probeRefusal(ctx, true); err != nil {
+		t.Fatal(err)
+	}
 
 	writes := []struct {
 		name    string
@@ -131,6 +127,14 @@ func TestRefusalRefusesOnlyTheSubjectsWritesOfTheCase(t *testing.T) {
 			_, err := nmcs.Patch(ctx, "n1", types.MergePatchType, statusPatch, dryPatch, "status")
 			return err
 		}, false},
+		{"create the probe ConfigMap", func() error {
+			_, err := cs.CoreV1().ConfigMaps("case").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: c.refusalName()}}, dry)
+			return err
+		}, true},
+		{"create another ConfigMap", func() error {
+			_, err := cs.CoreV1().ConfigMaps("case").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "other"}}, dry)
+			return err
+		}, false},
 		{"delete a worker pod (the kubelet's final delete)", func() error {
 			return cs.CoreV1().Pods("case").Delete(ctx, existing.Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
 		}, false},
@@ -148,12 +152,37 @@ func TestRefusalRefusesOnlyTheSubjectsWritesOfTheCase(t *testing.T) {
 	if err := c.deleteRefusal(ctx); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, ctx, "the refusal lifted", func() error {
-		_, err := nmcs.Patch(ctx, "n0", types.MergePatchType, statusPatch, dryPatch, "status")
-		return err
-	})
+	if err := c.probeRefusal(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range writes {
+		if err := w.write(); err != nil {
+			t.Errorf("%s, once the refusal is lifted: %v", w.name, err)
+		}
+	}
 	if l, err := cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) != 0 {
 		t.Errorf("policies left after deleteRefusal: %v %v", l, err)
+	}
+
+	// writes: [status] refuses the status and leaves the pods alone.
+	policy, binding = refusalPolicy(c.refusalName(), "case", []string{"n0"}, []string{WritesStatus}, c.selector())
+	if _, err := cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.probeRefusal(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range writes[:3] {
+		err := w.write()
+		if refused := apierrors.IsForbidden(err); refused != (w.name == writes[2].name) {
+			t.Errorf("writes [status]: %s: %v", w.name, err)
+		}
+	}
+	if err := c.deleteRefusal(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
 
