@@ -132,8 +132,9 @@ type Action struct {
 	WorkerAction string
 	State        string
 	// Writes are the subject's writes refuse-writes refuses: "pods" (its
-	// worker pods' creates and updates), "status" (its NodeModulesConfig
-	// status); default both.
+	// worker pods' creates and updates), "pod-deletes" (the delete that
+	// begins a worker pod's deletion), "status" (its NodeModulesConfig
+	// status); default all.
 	Writes []string
 
 	Line int

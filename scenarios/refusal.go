@@ -25,11 +25,12 @@ import (
 // failing admission webhook or a quota, while reads and watches go on. A
 // ValidatingAdmissionPolicy of the case, bound with Deny, refuses them:
 // it matches only the case's worker pods (in its namespace, on its
-// targeted nodes, with the worker-action label), the status of the
-// targeted nodes' NodeModulesConfigs and the create of the case's probe
-// ConfigMap (refusalName), so the harness's own writes (the
-// spec), the kubelets' (pod status, deletes) and every other case go
-// through. A subject must retry what was refused once writes are allowed
+// targeted nodes, with the worker-action label: their creates and
+// updates, and a delete that would begin a pod's deletion), the status
+// of the targeted nodes' NodeModulesConfigs and the create of the case's
+// probe ConfigMap (refusalName), so the harness's own writes (the spec),
+// the kubelets' (pod status, the delete that ends a pod already being
+// deleted) and every other case go through. A subject must retry what was refused once writes are allowed
 // again: a reconciler that drops an error is never asked again.
 
 // refusalProbeTimeout bounds the wait for the API server to enforce, or
@@ -39,12 +40,20 @@ const refusalProbeTimeout = 30 * time.Second
 
 // What refuse-writes may refuse (Action.Writes).
 const (
-	WritesPods   = "pods"
+	// WritesPods: the worker pods' creates and updates (a finalizer's
+	// removal is an update).
+	WritesPods = "pods"
+	// WritesPodDeletes: the delete that begins a worker pod's deletion
+	// (the pod has no deletionTimestamp yet); the kubelet's delete of a
+	// pod already being deleted goes through. It refuses the garbage
+	// collector's delete of a worker pod too.
+	WritesPodDeletes = "pod-deletes"
+	// WritesStatus: the NodeModulesConfigs' status writes.
 	WritesStatus = "status"
 )
 
 // RefusableWrites lists the values of refuse-writes' writes.
-func RefusableWrites() []string { return []string{WritesPods, WritesStatus} }
+func RefusableWrites() []string { return []string{WritesPods, WritesPodDeletes, WritesStatus} }
 
 // refusalName names the case's policy and binding, and the ConfigMap
 // whose creation (dry run) probes whether the policy is in force: the
@@ -66,11 +75,12 @@ func refusalPolicy(name, namespace string, nodes, writes []string, objLabels map
 	worker := func(o string) string {
 		return fmt.Sprintf("(%[1]s != null && has(%[1]s.metadata.labels) && %[2]s in %[1]s.metadata.labels && has(%[1]s.spec.nodeName) && %[1]s.spec.nodeName in %[3]s)", o, label, list)
 	}
-	match := fmt.Sprintf(`(%[7]s && request.resource.resource == "pods" && request.namespace == %[1]s && (%[2]s || %[3]s)) || `+
+	match := fmt.Sprintf(`(%[7]s && request.resource.resource == "pods" && request.operation != "DELETE" && request.namespace == %[1]s && (%[2]s || %[3]s)) || `+
+		`(%[9]s && request.resource.resource == "pods" && request.operation == "DELETE" && request.namespace == %[1]s && %[3]s && !has(oldObject.metadata.deletionTimestamp)) || `+
 		`(%[8]s && request.resource.resource == %[4]s && request.name in %[5]s) || `+
 		`(request.resource.resource == "configmaps" && request.namespace == %[1]s && request.name == %[6]s)`,
 		strconv.Quote(namespace), worker("object"), worker("oldObject"), strconv.Quote(contract.NMCResource.Resource), list, strconv.Quote(name),
-		refuses(WritesPods), refuses(WritesStatus))
+		refuses(WritesPods), refuses(WritesStatus), refuses(WritesPodDeletes))
 	fail := admissionv1.Fail
 	reason := metav1.StatusReasonForbidden
 	policy := &admissionv1.ValidatingAdmissionPolicy{
@@ -79,7 +89,7 @@ func refusalPolicy(name, namespace string, nodes, writes []string, objLabels map
 			FailurePolicy: &fail,
 			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{
 				{RuleWithOperations: admissionv1.RuleWithOperations{
-					Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
+					Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update, admissionv1.Delete},
 					Rule:       admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
 				}},
 				{RuleWithOperations: admissionv1.RuleWithOperations{
@@ -140,7 +150,8 @@ func (c *caseRun) doRefuseWrites(ctx context.Context, a Action) error {
 	if err := c.probeRefusal(ctx, true); err != nil {
 		return err
 	}
-	what := map[string]string{WritesPods: "its worker pods' creates and updates", WritesStatus: "its NodeModulesConfig status writes"}
+	what := map[string]string{WritesPods: "its worker pods' creates and updates", WritesPodDeletes: "its worker pods' deletes",
+		WritesStatus: "its NodeModulesConfig status writes"}
 	var refused []string
 	for _, w := range RefusableWrites() {
 		if len(a.Writes) == 0 || slices.Contains(a.Writes, w) {

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -21,9 +22,10 @@ import (
 )
 
 // refuse-writes on a real API server refuses exactly the writes a subject
-// makes for the targeted nodes of the case (worker pods' creates and
-// updates, the NodeModulesConfig status) and nothing the harness, the
-// kubelets or another case write; allow-writes lifts it.
+// makes for the targeted nodes of the case (worker pods' creates, updates
+// and deletes, the NodeModulesConfig status) and nothing the harness, the
+// kubelets or another case write, for each choice of writes;
+// allow-writes lifts it.
 func TestRefusalRefusesOnlyTheSubjectsWritesOfTheCase(t *testing.T) {
 	cp := cptest.Start(t, controlplane.Config{})
 	rc := cp.RESTConfig()
@@ -65,124 +67,125 @@ func TestRefusalRefusesOnlyTheSubjectsWritesOfTheCase(t *testing.T) {
 		}
 		return p
 	}
-	// A worker pod from before the refusal, to update.
+	// A worker pod from before the refusal, to update and delete, and one
+	// being deleted (a finalizer keeps it), whose final delete is the
+	// kubelet's.
 	existing, err := cs.CoreV1().Pods("case").Create(ctx, pod("case", "n0", true), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	held := pod("case", "n0", true)
+	held.Finalizers = []string{"x.dev/f"}
+	if held, err = cs.CoreV1().Pods("case").Create(ctx, held, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().Pods("case").Delete(ctx, held.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = cs.CoreV1().Pods("case").Patch(context.Background(), held.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
 
 	c := &caseRun{cs: cs, dyn: dyn, id: "t1", ns: "case", names: []string{"n0", "n1"}}
-	policy, binding := refusalPolicy(c.refusalName(), "case", []string{"n0"}, nil, c.selector())
-	if _, err := cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cs.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 	dryPatch := metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}
+	dryDelete := metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}
 	statusPatch := []byte(`{"status":{"modules":[]}}`)
-	if err := c.probeRefusal(ctx, true); err != nil {
-		t.Fatal(err)
-	}
 
+	// Each write, and the value of writes that refuses it ("" none,
+	// "probe" every refusal).
 	writes := []struct {
-		name    string
-		write   func() error
-		refused bool
+		name  string
+		write func() error
+		by    string
 	}{
 		{"create a worker pod on a targeted node", func() error {
 			_, err := cs.CoreV1().Pods("case").Create(ctx, pod("case", "n0", true), dry)
 			return err
-		}, true},
+		}, WritesPods},
 		{"update a worker pod (its finalizers)", func() error {
 			_, err := cs.CoreV1().Pods("case").Patch(ctx, existing.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":["x.dev/f"]}}`), dryPatch)
 			return err
-		}, true},
+		}, WritesPods},
+		{"delete a worker pod (the subject's release)", func() error {
+			return cs.CoreV1().Pods("case").Delete(ctx, existing.Name, dryDelete)
+		}, WritesPodDeletes},
 		{"write the status of a targeted node's NodeModulesConfig", func() error {
 			_, err := nmcs.Patch(ctx, "n0", types.MergePatchType, statusPatch, dryPatch, "status")
 			return err
-		}, true},
+		}, WritesStatus},
 		{"create a worker pod on another node", func() error {
 			_, err := cs.CoreV1().Pods("case").Create(ctx, pod("case", "n1", true), dry)
 			return err
-		}, false},
+		}, ""},
 		{"create a pod that is no worker", func() error {
 			_, err := cs.CoreV1().Pods("case").Create(ctx, pod("case", "n0", false), dry)
 			return err
-		}, false},
+		}, ""},
 		{"create a worker pod in another namespace", func() error {
 			_, err := cs.CoreV1().Pods("other").Create(ctx, pod("other", "n0", true), dry)
 			return err
-		}, false},
+		}, ""},
 		{"the kubelet writes the worker pod's status", func() error {
 			_, err := cs.CoreV1().Pods("case").Patch(ctx, existing.Name, types.MergePatchType, []byte(`{"status":{"message":"m"}}`), dryPatch, "status")
 			return err
-		}, false},
+		}, ""},
+		{"the kubelet's final delete of a worker pod being deleted", func() error {
+			return cs.CoreV1().Pods("case").Delete(ctx, held.Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}, GracePeriodSeconds: new(int64)})
+		}, ""},
 		{"the harness writes the NodeModulesConfig's spec", func() error {
 			_, err := nmcs.Patch(ctx, "n0", types.MergePatchType, []byte(`{"metadata":{"annotations":{"a":"b"}}}`), dryPatch)
 			return err
-		}, false},
+		}, ""},
 		{"write another node's NodeModulesConfig status", func() error {
 			_, err := nmcs.Patch(ctx, "n1", types.MergePatchType, statusPatch, dryPatch, "status")
 			return err
-		}, false},
+		}, ""},
 		{"create the probe ConfigMap", func() error {
 			_, err := cs.CoreV1().ConfigMaps("case").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: c.refusalName()}}, dry)
 			return err
-		}, true},
+		}, "probe"},
 		{"create another ConfigMap", func() error {
 			_, err := cs.CoreV1().ConfigMaps("case").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "other"}}, dry)
 			return err
-		}, false},
-		{"delete a worker pod (the kubelet's final delete)", func() error {
-			return cs.CoreV1().Pods("case").Delete(ctx, existing.Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
-		}, false},
-	}
-	for _, w := range writes {
-		err := w.write()
-		switch {
-		case w.refused && !apierrors.IsForbidden(err):
-			t.Errorf("%s: got %v, want it refused (Forbidden)", w.name, err)
-		case !w.refused && err != nil:
-			t.Errorf("%s: refused: %v", w.name, err)
-		}
+		}, ""},
 	}
 
-	if err := c.deleteRefusal(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.probeRefusal(ctx, false); err != nil {
-		t.Fatal(err)
-	}
-	for _, w := range writes {
-		if err := w.write(); err != nil {
-			t.Errorf("%s, once the refusal is lifted: %v", w.name, err)
+	for _, refused := range [][]string{nil, {WritesPods}, {WritesPodDeletes}, {WritesStatus}, {WritesPods, WritesStatus}} {
+		policy, binding := refusalPolicy(c.refusalName(), "case", []string{"n0"}, refused, c.selector())
+		if _, err := cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if l, err := cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) != 0 {
-		t.Errorf("policies left after deleteRefusal: %v %v", l, err)
-	}
-
-	// writes: [status] refuses the status and leaves the pods alone.
-	policy, binding = refusalPolicy(c.refusalName(), "case", []string{"n0"}, []string{WritesStatus}, c.selector())
-	if _, err := cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cs.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.probeRefusal(ctx, true); err != nil {
-		t.Fatal(err)
-	}
-	for _, w := range writes[:3] {
-		err := w.write()
-		if refused := apierrors.IsForbidden(err); refused != (w.name == writes[2].name) {
-			t.Errorf("writes [status]: %s: %v", w.name, err)
+		if _, err := cs.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if err := c.deleteRefusal(ctx); err != nil {
-		t.Fatal(err)
+		if err := c.probeRefusal(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range writes {
+			want := w.by == "probe" || (w.by != "" && (len(refused) == 0 || slices.Contains(refused, w.by)))
+			err := w.write()
+			switch {
+			case want && !apierrors.IsForbidden(err):
+				t.Errorf("writes %v: %s: got %v, want it refused (Forbidden)", refused, w.name, err)
+			case !want && err != nil:
+				t.Errorf("writes %v: %s: refused: %v", refused, w.name, err)
+			}
+		}
+		if err := c.deleteRefusal(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.probeRefusal(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range writes {
+			if err := w.write(); err != nil {
+				t.Errorf("writes %v: %s, once the refusal is lifted: %v", refused, w.name, err)
+			}
+		}
+		if l, err := cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) != 0 {
+			t.Errorf("policies left after deleteRefusal: %v %v", l, err)
+		}
 	}
 }
 
