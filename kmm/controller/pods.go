@@ -94,7 +94,9 @@ func (r *Reconciler) createPods(ctx context.Context, p *pending) (reconcile.Resu
 				result.RequeueAfter = retryAfter
 				continue
 			}
-			p.fail(fmt.Errorf("create %s worker pod %s/%s for node %s: %w", pod.Labels[worker.ActionLabel], pod.Namespace, pod.Name, p.node.Name, err))
+			if !r.variantDropsWriteError(ctx, err) {
+				p.fail(fmt.Errorf("create %s worker pod %s/%s for node %s: %w", pod.Labels[worker.ActionLabel], pod.Namespace, pod.Name, p.node.Name, err))
+			}
 			continue
 		}
 		created = append(created, pod)
@@ -137,7 +139,7 @@ func (r *Reconciler) releaseOrphanPods(ctx context.Context, nodeName string) err
 		}
 		orig := pod.DeepCopy()
 		controllerutil.RemoveFinalizer(pod, worker.Finalizer)
-		if err := r.Client.Patch(ctx, pod, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
+		if err := r.Client.Patch(ctx, pod, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) && !r.variantDropsWriteError(ctx, err) {
 			errs = append(errs, fmt.Errorf("remove finalizer from worker pod %s/%s on node %s: %w", pod.Namespace, pod.Name, nodeName, err))
 		}
 	}

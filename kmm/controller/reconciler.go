@@ -179,13 +179,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if statusChanged {
 		// Write status before releasing pods: a result is never lost, and a
 		// conflict (someone changed the NMC) leaves everything for a retry.
-		if err := r.writeStatus(ctx, nmc, node, before); err != nil {
+		if err := r.writeStatus(ctx, nmc, node, before); err != nil && !r.variantDropsWriteError(ctx, err) {
 			return reconcile.Result{}, fmt.Errorf("patch status of nodemodulesconfig %s: %w", nodeName, errors.Join(append(p.errs, err)...))
 		}
 		r.seen.Store(nodeName, nmc.ResourceVersion)
 	}
 	for _, pod := range p.release {
-		if err := r.releasePod(ctx, pod); err != nil {
+		if err := r.releasePod(ctx, pod); err != nil && !r.variantDropsWriteError(ctx, err) {
 			p.fail(err)
 			continue
 		}

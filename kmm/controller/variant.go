@@ -241,6 +241,16 @@ func (r *Reconciler) variantPod(action worker.Action, pod *corev1.Pod) {
 	}
 }
 
+// variantDropsWriteError is drop-write-errors': true when it takes the
+// write the API server refused (err) for done, asking for no retry.
+func (r *Reconciler) variantDropsWriteError(ctx context.Context, err error) bool {
+	if !r.is(variant.DropWriteErrors) {
+		return false
+	}
+	logr.FromContextOrDiscard(ctx).Info("calibration variant: a refused write taken for done; no retry", "error", err.Error())
+	return true
+}
+
 // variantKeepsOrphanPods is keep-orphan-pods'.
 func (r *Reconciler) variantKeepsOrphanPods(ctx context.Context) bool {
 	if !r.is(variant.KeepOrphanPods) {

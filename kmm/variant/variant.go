@@ -76,6 +76,11 @@ const (
 	// ReloadLoop loads a module again whenever its last load is over 1 s
 	// old, whatever the boot.
 	ReloadLoop Name = "reload-loop"
+	// DropWriteErrors takes a write the API server refused for done: a
+	// worker pod's create or release (its finalizer's removal, its
+	// delete), a deleted NodeModulesConfig's pods' release, a status
+	// write. It goes on as if the write was taken and asks for no retry.
+	DropWriteErrors Name = "drop-write-errors"
 
 	// SlowReconcile waits 2 s at the start of every reconcile.
 	SlowReconcile Name = "slow-reconcile"
@@ -118,6 +123,7 @@ var All = []Variant{
 	{DropRemoved, Defect, "drops a removed module's status without unloading it"},
 	{KeepOrphanPods, Defect, "never releases the worker pods of a deleted NodeModulesConfig"},
 	{ReloadLoop, Defect, "loads again every few seconds, whatever the boot"},
+	{DropWriteErrors, Defect, "takes a write the API server refused for done and asks for no retry"},
 	{SlowReconcile, Slow, "waits 2 s in every reconcile"},
 	{SlowPodStart, Slow, "its loader pods take 3 s longer to start on the node"},
 	{SlowStart, Slow, "needs 8 s from start to its first reconcile, leader election on"},
