@@ -30,8 +30,9 @@ import (
 // of the targeted nodes' NodeModulesConfigs and the create of the case's
 // probe ConfigMap (refusalName), so the harness's own writes (the spec),
 // the kubelets' (pod status, the delete that ends a pod already being
-// deleted) and every other case go through. A subject must retry what was refused once writes are allowed
-// again: a reconciler that drops an error is never asked again.
+// deleted) and every other case go through. A subject must retry what
+// was refused once writes are allowed again: a reconciler that drops an
+// error is never asked again.
 
 // refusalProbeTimeout bounds the wait for the API server to enforce, or
 // stop enforcing, the policy (its admission plugin learns of policies by
