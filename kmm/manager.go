@@ -83,7 +83,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		LeaderElection:                o.LeaderElection,
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
 		LeaderElectionID:              o.LeaderElectionID,
-		LeaderElectionReleaseOnCancel: true,
+		LeaderElectionReleaseOnCancel: !o.KeepLeaderLease,
 		Cache:                         cache.Options{ByObject: byObject},
 		// Tests and the harness run several managers in one process.
 		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},

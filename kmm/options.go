@@ -68,6 +68,13 @@ type Options struct {
 	LeaderElectionNamespace string
 	// LeaderElectionID is the Lease name (--leader-election-id).
 	LeaderElectionID string
+	// KeepLeaderLease keeps the leader-election Lease when the reconciler
+	// stops (--leader-elect-keep-lease): controller-runtime's default
+	// (LeaderElectionReleaseOnCancel false), and upstream KMM's. A new
+	// instance then waits for the Lease to expire (its lease duration,
+	// 15 s) before it may reconcile. Off by default: the Lease is given
+	// up on exit, so a restarted instance leads at once.
+	KeepLeaderLease bool
 	// MetricsBindAddress serves Prometheus metrics (--metrics-bind-address);
 	// "0" turns them off.
 	MetricsBindAddress string
@@ -88,8 +95,9 @@ type Options struct {
 	// variant): a reference operator whose verdict is known, for 'make
 	// calibrate'. Empty (or "none") is the correct reconciler. The variant
 	// legacy-detector sets Detector to legacy, boot-from-node sets
-	// RecordBootFrom to node and slow-start turns LeaderElection on; any
-	// other value of those is an error with a variant.
+	// RecordBootFrom to node, slow-start turns LeaderElection on and
+	// lease-kept turns LeaderElection and KeepLeaderLease on; any other
+	// value of those is an error with a variant.
 	Variant string
 	// Logger receives the manager's and the reconciler's logs.
 	Logger logr.Logger
@@ -138,6 +146,8 @@ func (o Options) Default() Options {
 		}
 	case variant.SlowStart:
 		o.LeaderElection = true
+	case variant.LeaseKept:
+		o.LeaderElection, o.KeepLeaderLease = true, true
 	}
 	if o.Detector == "" {
 		o.Detector = DefaultDetector
@@ -209,6 +219,10 @@ func (o Options) Validate() error {
 			return &OptionsError{Field: field.NewPath("WorkerNamespaces").Index(i), Value: ns,
 				Accepted: "namespace names (DNS-1123 labels): " + strings.Join(errs, "; ")}
 		}
+	}
+	if o.KeepLeaderLease && !o.LeaderElection {
+		return &OptionsError{Field: field.NewPath("KeepLeaderLease"), Value: "true",
+			Accepted: "false without leader election (there is no Lease to keep)"}
 	}
 	if o.LeaderElection {
 		if errs := validation.IsDNS1123Label(o.LeaderElectionNamespace); len(errs) > 0 {

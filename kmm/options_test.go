@@ -27,17 +27,20 @@ func TestOptionsDefault(t *testing.T) {
 func TestOptionsVariant(t *testing.T) {
 	for _, tc := range []struct {
 		variant, detector, bootFrom, wantVariant string
-		leader                                   bool
+		leader, keepLease                        bool
 	}{
-		{"none", "bootid", "worker", "", false},
-		{"legacy-detector", "legacy", "worker", "legacy-detector", false},
-		{"boot-from-node", "bootid", "node", "boot-from-node", false},
-		{"slow-start", "bootid", "worker", "slow-start", true},
-		{"no-reload", "bootid", "worker", "no-reload", false},
+		{"none", "bootid", "worker", "", false, false},
+		{"legacy-detector", "legacy", "worker", "legacy-detector", false, false},
+		{"boot-from-node", "bootid", "node", "boot-from-node", false, false},
+		{"slow-start", "bootid", "worker", "slow-start", true, false},
+		{"lease-kept", "bootid", "worker", "lease-kept", true, true},
+		{"no-reload", "bootid", "worker", "no-reload", false, false},
 	} {
 		o := kmm.Options{Variant: tc.variant}.Default()
-		if o.Detector != tc.detector || o.RecordBootFrom != tc.bootFrom || o.Variant != tc.wantVariant || o.LeaderElection != tc.leader {
-			t.Errorf("variant %s: detector %s, boot from %s, variant %q, leader election %v", tc.variant, o.Detector, o.RecordBootFrom, o.Variant, o.LeaderElection)
+		if o.Detector != tc.detector || o.RecordBootFrom != tc.bootFrom || o.Variant != tc.wantVariant || o.LeaderElection != tc.leader ||
+			o.KeepLeaderLease != tc.keepLease {
+			t.Errorf("variant %s: detector %s, boot from %s, variant %q, leader election %v, Lease kept %v", tc.variant, o.Detector, o.RecordBootFrom,
+				o.Variant, o.LeaderElection, o.KeepLeaderLease)
 		}
 		if err := o.Validate(); err != nil {
 			t.Errorf("variant %s: %v", tc.variant, err)
@@ -56,6 +59,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"bad worker namespace", kmm.Options{WorkerNamespaces: []string{"Kmm_System"}}, []string{"WorkerNamespaces[0]", "Kmm_System"}},
 		{"negative burst", kmm.Options{Burst: -1}, []string{"Burst", `"-1"`, "1 or more"}},
 		{"bad leader election namespace", kmm.Options{LeaderElection: true, LeaderElectionNamespace: "a/b"}, []string{"LeaderElectionNamespace"}},
+		{"a Lease kept without leader election", kmm.Options{KeepLeaderLease: true}, []string{"KeepLeaderLease", "without leader election"}},
 		{"unknown variant", kmm.Options{Variant: "slow"}, []string{"Variant", `"slow"`, "none", "no-reload", "slow-start"}},
 		{"a variant with a second defect", kmm.Options{Variant: "no-reload", Detector: "legacy"}, []string{"Detector", `"legacy"`, "exactly one defect"}},
 		{"a variant with the node boot source", kmm.Options{Variant: "two-workers", RecordBootFrom: "node"}, []string{"RecordBootFrom", "exactly one defect"}},

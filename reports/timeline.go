@@ -313,14 +313,22 @@ func (g nodeGroup) drawReload(m scenarios.RebootMetric) {
 	g.t.Texts = append(g.t.Texts, Text{X: x2 + 3, Y: yy + 3, Text: "reload " + FormatMS(m.ReloadLatencyMS), Size: 9, Fill: "#5b3a8c"})
 }
 
-// drawFaults draws cluster faults and observation gaps across every lane:
-// the case was not judged through them.
+// drawFaults draws cluster faults and observation gaps across every lane
+// (the case was not judged through them), and the subject's leader
+// Lease's holder changes.
 func (l *timelineLayout) drawFaults(axisY float64) {
 	for _, e := range l.c.Trace {
-		if e.Kind != trace.KindCluster && e.Kind != trace.KindWatch {
+		stroke := "#d62728"
+		switch e.Kind {
+		case trace.KindCluster, trace.KindWatch:
+		case trace.KindLeader:
+			// The subject's leader Lease changed holder: a restarted
+			// operator may act from its taking.
+			stroke = "#2ca02c"
+		default:
 			continue
 		}
-		l.t.Lines = append(l.t.Lines, Line{X1: l.x(e.TMS), Y1: tlTop - 6, X2: l.x(e.TMS), Y2: axisY, Stroke: "#d62728", Width: 1.5, Dash: "2 2",
+		l.t.Lines = append(l.t.Lines, Line{X1: l.x(e.TMS), Y1: tlTop - 6, X2: l.x(e.TMS), Y2: axisY, Stroke: stroke, Width: 1.5, Dash: "2 2",
 			Title: fmt.Sprintf("%s at %.2fs: %s", e.Kind, sec(e.TMS), e.Detail)})
 	}
 }

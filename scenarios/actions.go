@@ -282,17 +282,40 @@ func (c *caseRun) doSubject(ctx context.Context, a Action) error {
 	c.obs.Action("", a.Kind, string(a.Kind))
 	switch a.Kind {
 	case ActPauseSubject:
-		return c.wrapSubject("pause", p.Pause(ctx))
+		return c.pause(ctx, p)
 	case ActResumeSubject:
-		return c.wrapSubject("resume", p.Resume(ctx))
+		return c.resume(ctx, p)
 	}
-	if err := p.Pause(ctx); err != nil {
-		return c.wrapSubject("pause", err)
+	if err := c.pause(ctx, p); err != nil {
+		return err
 	}
 	if !sleepCtx(ctx, a.Downtime.Resolve(c.grace)) {
 		return ctx.Err()
 	}
-	return c.wrapSubject("resume", p.Resume(ctx))
+	return c.resume(ctx, p)
+}
+
+// pause stops the subject and notes when it was down; the subject's
+// leader Lease is followed from then on, if it names one.
+func (c *caseRun) pause(ctx context.Context, p Pauser) error {
+	if err := p.Pause(ctx); err != nil {
+		return c.wrapSubject("pause", err)
+	}
+	c.mu.Lock()
+	c.pausedAt = time.Now()
+	c.mu.Unlock()
+	return c.followLeader(ctx)
+}
+
+// resume starts the subject again and notes when.
+func (c *caseRun) resume(ctx context.Context, p Pauser) error {
+	if err := p.Resume(ctx); err != nil {
+		return c.wrapSubject("resume", err)
+	}
+	c.mu.Lock()
+	c.resumedAt = time.Now()
+	c.mu.Unlock()
+	return nil
 }
 
 // doSpec adds a module to or removes one from the targeted nodes' specs.
@@ -417,6 +440,7 @@ func (c *caseRun) waitReloaded(ctx context.Context, what string, nodes []string,
 		return err
 	}
 	c.awaitNewBoots(ctx, nodes, timeout)
+	c.awaitLeader(ctx, timeout)
 	c.measureFirstLoadTruth(time.Now())
 	timeout, why := c.reload.timeout(c.s.ReloadBound, c.grace, timeout)
 	c.mu.Lock()

@@ -95,6 +95,13 @@ type caseRun struct {
 	waits []judging.Wait
 	// failedAt is when the case first knew of a failed judged assertion.
 	failedAt time.Time
+	// pausedAt is when the harness last stopped the subject (its
+	// pause done), resumedAt when it last started it again.
+	pausedAt, resumedAt time.Time
+	// leader follows the subject's leader Lease (LeaderLeaser) once
+	// it is known, in a case that stops the subject; nil otherwise.
+	leader    *LeaseFollower
+	leaderRef LeaseRef
 }
 
 // Run runs one scenario with one subject and returns its result; it never
@@ -415,6 +422,12 @@ func (c *caseRun) teardown() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var errs []error
+	c.mu.Lock()
+	leader := c.leader
+	c.mu.Unlock()
+	if leader != nil {
+		leader.Stop()
+	}
 	if c.inst != nil {
 		if err := c.inst.Stop(); err != nil {
 			errs = append(errs, fmt.Errorf("stop subject: %w", err))

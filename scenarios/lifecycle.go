@@ -170,6 +170,11 @@ func (c *caseRun) startSubject(ctx context.Context, req SubjectRequest) error {
 	}
 	c.obs.Action("", "", "subject "+c.subj.Name()+" started")
 	c.reload.started(time.Now())
+	if c.s.PausesSubject() {
+		// Its leader Lease, if it names one, from the start: the trace
+		// shows who held it before the harness stopped the subject.
+		return c.followLeader(ctx)
+	}
 	return nil
 }
 

@@ -23,7 +23,9 @@ import (
 // own timeout (its timeout, else the scenario's deadline). The window
 // opens when the subject can act: after the timeline's resume or restart
 // of the subject (the wait follows it), once every node's Node status
-// shows the new boot of its last reboot (awaitNewBoots). A subject
+// shows the new boot of its last reboot (awaitNewBoots) and, after a
+// restart, an instance of a subject that elects a leader holds its
+// Lease again (awaitLeader, LeaderLeaser). A subject
 // whose reloads grow slower (backoff built up by earlier errors, a
 // restart of its own) is measured doing so: each reload it made widens
 // the next one's window, and one that misses a reboot never reloads, so

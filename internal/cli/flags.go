@@ -35,6 +35,7 @@ var flagOf = map[string]string{
 	"WorkerNamespaces":        "--worker-namespace",
 	"LeaderElectionNamespace": "--leader-election-namespace",
 	"LeaderElectionID":        "--leader-election-id",
+	"KeepLeaderLease":         "--leader-elect-keep-lease",
 	"MaxConcurrentReconciles": "--max-concurrent-reconciles",
 	"QPS":                     "--kube-api-qps",
 	"Burst":                   "--kube-api-burst",

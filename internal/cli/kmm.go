@@ -58,6 +58,7 @@ the KUBECONFIG bootproof gives it and stops on SIGTERM.`,
 	f.BoolVar(&ko.o.LeaderElection, "leader-elect", true, "use leader election, so that only one instance reconciles")
 	f.StringVar(&ko.o.LeaderElectionNamespace, "leader-election-namespace", kmm.DefaultLeaderElectionNamespace, "namespace of the leader-election Lease")
 	f.StringVar(&ko.o.LeaderElectionID, "leader-election-id", kmm.DefaultLeaderElectionID, "name of the leader-election Lease")
+	f.BoolVar(&ko.o.KeepLeaderLease, "leader-elect-keep-lease", false, "keep the leader-election Lease on exit (controller-runtime's default): a new instance waits for it to expire; by default it is given up")
 	f.StringVar(&ko.o.MetricsBindAddress, "metrics-bind-address", kmm.DefaultMetricsBindAddress, "address of the metrics endpoint; 0 turns it off")
 	f.IntVar(&ko.o.MaxConcurrentReconciles, "max-concurrent-reconciles", kmm.DefaultMaxConcurrentReconciles, "nodes reconciled at once")
 	f.Float32Var(&ko.o.QPS, "kube-api-qps", kmm.DefaultQPS, "API requests per second (per resource) the reconciler makes at most; negative: no limit")

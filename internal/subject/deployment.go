@@ -263,6 +263,16 @@ type deploymentInstance struct {
 
 func (in *deploymentInstance) Stop() error { return nil }
 
+// LeaderLease implements scenarios.LeaderLeaser: the Lease the file
+// names (a Deployment's is not found: its pods were running before the
+// run started).
+func (in *deploymentInstance) LeaderLease() (scenarios.LeaseRef, bool) {
+	if le := in.d.File.LeaderElection; le != nil {
+		return *le, true
+	}
+	return scenarios.LeaseRef{}, false
+}
+
 // Pause scales the Deployment to 0 and waits until its pods are gone.
 func (in *deploymentInstance) Pause(ctx context.Context) error { return in.d.scale(ctx, 0) }
 

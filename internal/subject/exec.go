@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/bootproof/bootproof/harness/cluster"
 	"github.com/bootproof/bootproof/harness/controlplane"
@@ -37,6 +38,9 @@ type Exec struct {
 	LogDir string
 	// RunID labels what the file's manifests create.
 	RunID string
+	// Clientset finds the process's leader Lease when the file names
+	// none; default a client of Cluster.
+	Clientset kubernetes.Interface
 
 	mu         sync.Mutex
 	proc       *execProc
@@ -46,6 +50,12 @@ type Exec struct {
 	log        logr.Logger
 	unregister func()
 	applied    *Applied
+	// leases finds the process's leader Lease when the file names none
+	// (nil: it names one); firstStart is when the process first started,
+	// lease the Lease found.
+	leases     *scenarios.LeaseFollower
+	firstStart time.Time
+	lease      *scenarios.LeaseRef
 }
 
 // crash is an exit the harness did not ask for.
@@ -99,13 +109,57 @@ func (x *Exec) Setup(ctx context.Context) error {
 	if err := os.MkdirAll(x.LogDir, 0o755); err != nil {
 		return fmt.Errorf("subject %s: log directory: %w", x.File.Name, err)
 	}
+	if x.File.LeaderElection == nil {
+		cs := x.Clientset
+		if cs == nil {
+			if cs, err = kubernetes.NewForConfig(x.Cluster.RESTConfig()); err != nil {
+				return fmt.Errorf("subject %s: %w", x.File.Name, err)
+			}
+		}
+		// Started before the process, so that the Lease it takes is
+		// seen taking its holder.
+		x.leases = &scenarios.LeaseFollower{Clientset: cs}
+		if err := x.leases.Start(ctx); err != nil {
+			x.leases = nil
+			return fmt.Errorf("subject %s: find its leader Lease: %w", x.File.Name, err)
+		}
+	}
+	x.firstStart = time.Now()
 	return x.start()
+}
+
+// LeaderLease is the Lease the file names, else the first Lease outside
+// kube-node-lease that took a new holder after the process first
+// started, once one did.
+func (x *Exec) LeaderLease() (scenarios.LeaseRef, bool) {
+	if x.File.LeaderElection != nil {
+		return *x.File.LeaderElection, true
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.lease != nil {
+		return *x.lease, true
+	}
+	if x.leases == nil {
+		return scenarios.LeaseRef{}, false
+	}
+	ref, w, ok := x.leases.FirstAcquired(x.firstStart)
+	if !ok {
+		return scenarios.LeaseRef{}, false
+	}
+	x.lease = &ref
+	x.logf("# bootproof: leader Lease %s found: held by %s %s after the process started (name it in leaderElection if this is not the operator's)",
+		ref, w.Holder, w.At.Sub(x.firstStart).Round(time.Millisecond))
+	return ref, true
 }
 
 // Teardown stops the process, removes the kubeconfig and deletes the
 // objects of the file's manifests that Setup created.
 func (x *Exec) Teardown() error {
 	x.stop()
+	if x.leases != nil {
+		x.leases.Stop()
+	}
 	var errs []error
 	if x.tmpDir != "" {
 		errs = append(errs, os.RemoveAll(x.tmpDir))
@@ -287,6 +341,9 @@ type execInstance struct {
 	x     *Exec
 	since time.Time
 }
+
+// LeaderLease implements scenarios.LeaderLeaser.
+func (in *execInstance) LeaderLease() (scenarios.LeaseRef, bool) { return in.x.LeaderLease() }
 
 // Stop implements scenarios.SubjectInstance: the process outlives the
 // case.

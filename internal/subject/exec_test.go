@@ -3,6 +3,7 @@ package subject
 import (
 	"context"
 	"fmt"
+	"k8s.io/client-go/kubernetes/fake"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,7 +36,7 @@ func newExec(t *testing.T, script string, stop time.Duration) *Exec {
 	dir := t.TempDir()
 	f := &File{Name: "op", Path: filepath.Join(dir, "op.yaml"),
 		Exec: &ExecSpec{Command: []string{"sh", "-c", script}, Dir: dir, Env: map[string]string{"OPERATOR_NAMESPACE": "ops"}, stopTimeout: stop}}
-	x := &Exec{File: f, Cluster: restOnly{}, LogDir: filepath.Join(dir, "subjects")}
+	x := &Exec{File: f, Cluster: restOnly{}, LogDir: filepath.Join(dir, "subjects"), Clientset: fake.NewClientset()}
 	t.Cleanup(func() { _ = x.Teardown() })
 	return x
 }
@@ -251,7 +252,7 @@ func TestExecLogHidesExpandedValues(t *testing.T) {
 	if !slices.Contains(f.Exec.Command, "--token=s3cr3t-value") {
 		t.Fatalf("the process must get the value: %q", f.Exec.Command)
 	}
-	x := &Exec{File: f, Cluster: restOnly{}, LogDir: filepath.Join(dir, "subjects")}
+	x := &Exec{File: f, Cluster: restOnly{}, LogDir: filepath.Join(dir, "subjects"), Clientset: fake.NewClientset()}
 	if err := x.Setup(context.Background()); err != nil {
 		t.Fatal(err)
 	}

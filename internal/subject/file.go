@@ -52,6 +52,16 @@ type File struct {
 	// Calibration, when set, makes the file one of bootproof's
 	// calibration variants ('bootproof calibrate').
 	Calibration *Calibration `yaml:"calibration"`
+	// LeaderElection names the Lease the operator elects its leader
+	// with, if it does (${NAME} expands). After the harness stops and
+	// starts the operator, a reload window opens only once an instance
+	// holds it again (scenarios.LeaderLeaser): an operator that keeps
+	// its Lease on exit waits for it to expire first. Without it, an
+	// exec subject's Lease is found (the first Lease outside
+	// kube-node-lease that takes a new holder after the process
+	// started); a deployment's is not, and its window opens when it is
+	// available again.
+	LeaderElection *scenarios.LeaseRef `yaml:"leaderElection"`
 
 	// Path is the file the subject came from.
 	Path string `yaml:"-"`
@@ -216,6 +226,24 @@ func (f *File) validate(doc *yaml.Node, lookup Lookup) *fileformat.FieldError {
 				return bad(fmt.Sprintf("%s[%d] %q: %v (relative paths are relative to the subject file)", list.field, i, q, err), list.field)
 			}
 			list.paths[i] = abs
+		}
+	}
+	if le := f.LeaderElection; le != nil {
+		for _, v := range []struct {
+			field string
+			value *string
+			check func(string) []string
+			what  string
+		}{{"namespace", &le.Namespace, validation.IsDNS1123Label, "a namespace name (a DNS-1123 label), e.g. kmm-operator-system"},
+			{"name", &le.Name, validation.IsDNS1123Subdomain, "a Lease name (a DNS-1123 subdomain), e.g. kmm.sigs.x-k8s.io"}} {
+			x, err := expand(*v.value, lookup)
+			if err != nil {
+				return bad(fmt.Sprintf("%q: %v", *v.value, err), "leaderElection", v.field)
+			}
+			if errs := v.check(x); len(errs) > 0 {
+				return bad(fmt.Sprintf("%q: accepted: %s", *v.value, v.what), "leaderElection", v.field)
+			}
+			*v.value = x
 		}
 	}
 	if err := f.decodeExpect(); err != nil {

@@ -92,6 +92,9 @@ func TestDecodeFileExec(t *testing.T) {
 	if len(f.CRDs) != 1 || f.CRDs[0] != filepath.Join(abs, "crds") {
 		t.Errorf("crds %v, want them relative to the file", f.CRDs)
 	}
+	if le := f.LeaderElection; le == nil || le.Namespace != "ops" || le.Name != "my-operator.example.com" {
+		t.Errorf("leaderElection %v, want ops/my-operator.example.com", le)
+	}
 	tests := []struct {
 		scenario, want, source string
 	}{

@@ -259,6 +259,16 @@ func (in *instance) Pause(context.Context) error {
 // Resume starts the reconciler again.
 func (in *instance) Resume(context.Context) error { return in.start() }
 
+// LeaderLease implements scenarios.LeaderLeaser: the case's Lease when
+// the reconciler elects a leader (a variant that turns it on).
+func (in *instance) LeaderLease() (scenarios.LeaseRef, bool) {
+	o := in.opts.Default()
+	if !o.LeaderElection {
+		return scenarios.LeaseRef{}, false
+	}
+	return scenarios.LeaseRef{Namespace: o.LeaderElectionNamespace, Name: o.LeaderElectionID}, true
+}
+
 // Stop stops the reconciler if it runs.
 func (in *instance) Stop() error {
 	in.mu.Lock()

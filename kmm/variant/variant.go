@@ -91,6 +91,11 @@ const (
 	// SlowStart needs 8 s from its start to its first reconcile, with
 	// leader election on (the Lease handed over on every restart).
 	SlowStart Name = "slow-start"
+	// LeaseKept elects a leader and keeps the Lease when it stops
+	// (controller-runtime's default, LeaderElectionReleaseOnCancel false,
+	// and upstream KMM's): a restarted instance waits for the old Lease
+	// to expire, 15 s, before it may reconcile.
+	LeaseKept Name = "lease-kept"
 	// RefusedStatusPatches sees the API server refuse its first two status
 	// patches of a node after each boot change (429 Too Many Requests),
 	// and relies on controller-runtime's default exponential requeue.
@@ -127,6 +132,7 @@ var All = []Variant{
 	{SlowReconcile, Slow, "waits 2 s in every reconcile"},
 	{SlowPodStart, Slow, "its loader pods take 3 s longer to start on the node"},
 	{SlowStart, Slow, "needs 8 s from start to its first reconcile, leader election on"},
+	{LeaseKept, Slow, "leader election on, the Lease kept when it stops: a restarted instance waits up to 15 s for it"},
 	{RefusedStatusPatches, Slow, "the API server refuses its first two status patches after each reboot; default requeue backoff"},
 }
 

@@ -57,6 +57,8 @@ const (
 	KindCluster Kind = "cluster"
 	// KindWatch is a watch of the observer that failed and relisted.
 	KindWatch Kind = "watch"
+	// KindLeader is a holder change of the subject's leader Lease.
+	KindLeader Kind = "leader"
 )
 
 // Phase is where an event is in its action or pod.
