@@ -165,6 +165,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, fmt.Errorf("get node %s: %w", nodeName, err)
 	}
+	staleFor := r.variantStaleBoot(node)
 	pods, err := r.workerPods(ctx, nmc)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -195,7 +196,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.event(node, e)
 	}
 	result, created := r.createPods(ctx, p)
-	result = r.variantRequeue(result)
+	result = r.variantRequeue(result, staleFor)
 	r.variantAfterCreate(ctx, p, created)
 	log.V(1).Info("reconciled", "bootID", node.Status.NodeInfo.BootID, "ready", detect.IsReady(node), "statusChanged", statusChanged,
 		"created", len(created), "released", len(p.release), "retry", result.RequeueAfter > 0, "errors", len(p.errs))

@@ -27,6 +27,8 @@ const (
 	refusedPatches     = 2
 	// reloadLoopAfter is how old reload-loop lets a load get.
 	reloadLoopAfter = time.Second
+	// staleBootFor is how long stale-boot-cache keeps a node's boot ID.
+	staleBootFor = 15 * time.Second
 )
 
 // variantState is what the calibration variants (Reconciler.Variant)
@@ -44,6 +46,14 @@ type variantState struct {
 	// still to be refused in it (refused-status-patches).
 	mu       sync.Mutex
 	refusals map[string]refusal
+	// boots holds, per node, the boot ID stale-boot-cache read and when.
+	boots sync.Map
+}
+
+// cachedBoot is a node's boot ID as stale-boot-cache last read it.
+type cachedBoot struct {
+	boot string
+	at   time.Time
 }
 
 type refusal struct {
@@ -260,15 +270,45 @@ func (r *Reconciler) variantKeepsOrphanPods(ctx context.Context) bool {
 	return true
 }
 
-// variantRequeue is reload-loop's: its loop needs no event.
-func (r *Reconciler) variantRequeue(result reconcile.Result) reconcile.Result {
-	if !r.is(variant.ReloadLoop) {
-		return result
-	}
-	if result.RequeueAfter == 0 {
-		result.RequeueAfter = reloadLoopAfter
+// variantRequeue is reload-loop's (its loop needs no event) and
+// stale-boot-cache's (a reconcile when its entry of the node expires).
+func (r *Reconciler) variantRequeue(result reconcile.Result, staleFor time.Duration) reconcile.Result {
+	switch {
+	case r.is(variant.ReloadLoop):
+		if result.RequeueAfter == 0 {
+			result.RequeueAfter = reloadLoopAfter
+		}
+	case r.is(variant.StaleBootCache):
+		// It reads the node again once its entry expires.
+		if staleFor > 0 && (result.RequeueAfter == 0 || result.RequeueAfter > staleFor) {
+			result.RequeueAfter = staleFor
+		}
 	}
 	return result
+}
+
+// variantStaleBoot is stale-boot-cache's defect: the reconciler shows
+// node in the boot ID it cached, read again only once the entry is
+// staleBootFor old, so a reboot goes unnoticed until then. It returns how
+// long until the entry is read again when the node's own boot differs
+// (the reconcile is requeued then), else 0.
+func (r *Reconciler) variantStaleBoot(node *corev1.Node) time.Duration {
+	if !r.is(variant.StaleBootCache) {
+		return 0
+	}
+	now := r.Clock.Now()
+	if v, ok := r.vs.boots.Load(node.Name); ok {
+		c := v.(cachedBoot)
+		if age := now.Sub(c.at); age < staleBootFor {
+			if c.boot == node.Status.NodeInfo.BootID {
+				return 0
+			}
+			node.Status.NodeInfo.BootID = c.boot
+			return staleBootFor - age
+		}
+	}
+	r.vs.boots.Store(node.Name, cachedBoot{boot: node.Status.NodeInfo.BootID, at: now})
+	return 0
 }
 
 // variantAfterCreate is status-on-create's.

@@ -77,3 +77,43 @@ func testScheme(t *testing.T) *runtime.Scheme {
 	}
 	return scheme
 }
+
+// TestStaleBootCache: stale-boot-cache shows a node in the boot it read
+// until its entry is staleBootFor old and asks to be requeued when the
+// entry expires; the correct reconciler always sees the node's own boot.
+func TestStaleBootCache(t *testing.T) {
+	t0 := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	node := func(boot string) *corev1.Node {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
+		n.Status.NodeInfo.BootID = boot
+		return n
+	}
+	// step: at, the node's boot -> the boot shown, the requeue.
+	type step struct {
+		at          time.Duration
+		boot, shown string
+		requeue     time.Duration
+	}
+	for _, tc := range []struct {
+		variant variant.Name
+		steps   []step
+	}{
+		{variant.StaleBootCache, []step{{0, "a", "a", 0}, {4 * time.Second, "b", "a", 11 * time.Second}, {14 * time.Second, "b", "a", time.Second},
+			{15 * time.Second, "b", "b", 0}, {16 * time.Second, "c", "b", 14 * time.Second}}},
+		{variant.None, []step{{0, "a", "a", 0}, {4 * time.Second, "b", "b", 0}}},
+	} {
+		clk := clocktesting.NewFakePassiveClock(t0)
+		r := &Reconciler{Variant: tc.variant, Clock: clk}
+		for _, s := range tc.steps {
+			clk.SetTime(t0.Add(s.at))
+			n := node(s.boot)
+			requeue := r.variantStaleBoot(n)
+			if got := n.Status.NodeInfo.BootID; got != s.shown || requeue != s.requeue {
+				t.Errorf("%q at %s in boot %s: shown %s, requeue %s; want %s, %s", tc.variant, s.at, s.boot, got, requeue, s.shown, s.requeue)
+			}
+			if res := r.variantRequeue(reconcile.Result{}, requeue); res.RequeueAfter != s.requeue {
+				t.Errorf("%q at %s: requeue after %s, want %s", tc.variant, s.at, res.RequeueAfter, s.requeue)
+			}
+		}
+	}
+}

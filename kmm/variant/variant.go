@@ -81,6 +81,11 @@ const (
 	// delete), a deleted NodeModulesConfig's pods' release, a status
 	// write. It goes on as if the write was taken and asks for no retry.
 	DropWriteErrors Name = "drop-write-errors"
+	// StaleBootCache reads a node's boot ID from a cache of its own,
+	// refreshed once an entry is 15 s old: it reloads after a reboot,
+	// but up to 15 s late, for a reason of its own (not a Lease it waits
+	// for, nor a restart).
+	StaleBootCache Name = "stale-boot-cache"
 
 	// SlowReconcile waits 2 s at the start of every reconcile.
 	SlowReconcile Name = "slow-reconcile"
@@ -129,6 +134,7 @@ var All = []Variant{
 	{KeepOrphanPods, Defect, "never releases the worker pods of a deleted NodeModulesConfig"},
 	{ReloadLoop, Defect, "loads again every few seconds, whatever the boot"},
 	{DropWriteErrors, Defect, "takes a write the API server refused for done and asks for no retry"},
+	{StaleBootCache, Defect, "reads a node's boot ID from a cache refreshed every 15 s, so it reloads up to 15 s late"},
 	{SlowReconcile, Slow, "waits 2 s in every reconcile"},
 	{SlowPodStart, Slow, "its loader pods take 3 s longer to start on the node"},
 	{SlowStart, Slow, "needs 8 s from start to its first reconcile, leader election on"},
