@@ -44,6 +44,15 @@ if [ -f "$report_dir/results.json" ]; then
   "$bin_dir/bootproof" report "$report_dir" \
     --compare bootproof-bootid-deployment=bootproof-bootid --compare bootproof-legacy-deployment=bootproof-legacy || rc=$(( rc == 0 ? 1 : rc ))
 fi
+# A Deployment subject's pod logs are kept as an exec subject's output
+# is: every pod it ran, pauses included.
+for s in bootproof-bootid-deployment bootproof-legacy-deployment; do
+  log="$report_dir/subjects/$s.log"
+  if ! grep -q '/manager: .*kmm reconciler starting' "$log" 2>/dev/null; then
+    echo "e2e-kind: $log does not hold the operator pods' logs (no 'kmm reconciler starting' line of a manager container)" >&2
+    rc=$(( rc == 0 ? 1 : rc ))
+  fi
+done
 # Cluster faults on kind: the control-plane container frozen or killed in
 # the middle of a case must end as an error, never a verdict. Then a run
 # SIGKILLed mid-case: 'bootproof cleanup' must delete its kind cluster.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -34,6 +36,9 @@ type Deployment struct {
 	// RunID labels what the file's manifests create, and marks the
 	// Deployment while the harness holds it at 0 replicas.
 	RunID string
+	// LogDir, when set, receives <name>.log: the logs of the
+	// Deployment's pods during the run (podLogs).
+	LogDir string
 
 	mu       sync.Mutex
 	cs       kubernetes.Interface
@@ -43,6 +48,15 @@ type Deployment struct {
 	restarts map[string]int32 // container restarts per pod/container
 	stopInf  context.CancelFunc
 	applied  *Applied
+	logs     *podLogs
+}
+
+// LogPath is the file the pods' logs go to ("" without LogDir).
+func (d *Deployment) LogPath() string {
+	if d.LogDir == "" {
+		return ""
+	}
+	return filepath.Join(d.LogDir, d.File.Name+".log")
 }
 
 // Name implements scenarios.Subject.
@@ -61,6 +75,7 @@ func (d *Deployment) key() string { return d.File.Deployment.Namespace + "/" + d
 // Setup applies the file's CRDs and manifests, waits until the
 // Deployment is available and starts watching its pods.
 func (d *Deployment) Setup(ctx context.Context) error {
+	start := time.Now() // the pods' logs are kept from here
 	var err error
 	if d.applied, err = applyAll(ctx, d.Cluster.RESTConfig(), d.File, d.RunID); err != nil {
 		return err
@@ -93,14 +108,27 @@ func (d *Deployment) Setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("subject %s: deployment %s selector: %w", d.File.Name, d.key(), err)
 	}
-	return d.watchPods(sel)
+	return d.watchPods(sel, start)
 }
 
-// watchPods records the container restarts of the Deployment's pods.
-func (d *Deployment) watchPods(sel labels.Selector) error {
+// watchPods records the container restarts of the Deployment's pods and,
+// with LogDir, keeps their logs from since.
+func (d *Deployment) watchPods(sel labels.Selector, since time.Time) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	d.stopInf = cancel
 	d.restarts = map[string]int32{}
+	if p := d.LogPath(); p != "" {
+		if err := os.MkdirAll(d.LogDir, 0o755); err != nil {
+			cancel()
+			return fmt.Errorf("subject %s: log directory: %w", d.File.Name, err)
+		}
+		logs, err := newPodLogs(d.cs, d.File.Deployment.Namespace, p, since)
+		if err != nil {
+			cancel()
+			return fmt.Errorf("subject %s: %w", d.File.Name, err)
+		}
+		d.logs = logs
+	}
 	f := informers.NewSharedInformerFactoryWithOptions(d.cs, 0, informers.WithNamespace(d.File.Deployment.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel.String() }))
 	inf := f.Core().V1().Pods().Informer()
@@ -124,6 +152,9 @@ func (d *Deployment) onPod(obj any) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
 		return
+	}
+	if d.logs != nil {
+		d.logs.observe(p)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -160,6 +191,9 @@ func (d *Deployment) Teardown() error {
 	}
 	if err := d.applied.Remove(context.Background(), removeTimeout); err != nil {
 		errs = append(errs, fmt.Errorf("subject %s: %w", d.File.Name, err))
+	}
+	if d.logs != nil {
+		errs = append(errs, d.logs.Close())
 	}
 	return errors.Join(errs...)
 }

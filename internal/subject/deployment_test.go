@@ -3,6 +3,8 @@ package subject
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -37,7 +39,8 @@ func fakeDeploymentController(ctx context.Context, cs *fake.Clientset, ns, name 
 		for ; have < want; have++ {
 			made++
 			_, _ = cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", name, made), Namespace: ns, Labels: sel},
-				Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "manager", Ready: true}}}}, metav1.CreateOptions{})
+				Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "manager", Ready: true,
+					ContainerID: fmt.Sprintf("containerd://%s-%d-a", name, made), State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}}, metav1.CreateOptions{})
 		}
 		n := int32(want)
 		dep.Status = appsv1.DeploymentStatus{ObservedGeneration: dep.Generation, Replicas: n, UpdatedReplicas: n, AvailableReplicas: n, ReadyReplicas: n}
@@ -182,5 +185,59 @@ func TestDeploymentPauseMarksTheRun(t *testing.T) {
 	}
 	if err := d.Teardown(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A Deployment subject's pods' logs are kept in LogDir/<name>.log: every
+// container instance seen, a pod that came after a pause, and the
+// instance before a container restart; each line names its pod and
+// container.
+func TestDeploymentKeepsPodLogs(t *testing.T) {
+	cs, ctx := fakeOperator(t, 1)
+	dir := t.TempDir()
+	f := &File{Name: "op", Deployment: &DeploymentSpec{Namespace: "ops", Name: "op", timeout: 20 * time.Second}}
+	d := &Deployment{File: f, Cluster: restOnly{}, Client: cs, LogDir: filepath.Join(dir, "subjects")}
+	if err := d.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := d.Start(ctx, scenarios.SubjectRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := inst.(scenarios.Pauser).Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := inst.(scenarios.Pauser).Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := cs.CoreV1().Pods("ops").List(ctx, metav1.ListOptions{})
+	p := l.Items[0]
+	st := &p.Status.ContainerStatuses[0]
+	st.RestartCount = 1
+	st.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 2, ContainerID: st.ContainerID}
+	st.ContainerID += "-restarted"
+	if _, err := cs.CoreV1().Pods("ops").UpdateStatus(ctx, &p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for inst.(scenarios.HealthReporter).Err() == nil && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := d.Teardown(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(d.LogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := string(data)
+	// The fake API server's log of any container is "fake logs".
+	for _, want := range []string{"op-1/manager: logs", p.Name + "/manager: logs", "# bootproof: logs of the pods of the subject's Deployment in namespace ops"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("pod log has no %q:\n%s", want, log)
+		}
+	}
+	if n := strings.Count(log, "/manager: logs"); n != 3 {
+		t.Errorf("%d container instances' logs, want 3 (the first pod, the one after the pause, and its instance after the restart):\n%s", n, log)
 	}
 }

@@ -47,12 +47,12 @@ func New(name string, c scenarios.Cluster) (scenarios.Subject, error) {
 
 // FromFile returns the subject a subject file describes, on cluster c,
 // for run runID (it labels what the file's manifests create); an exec
-// subject's output goes to logDir/<name>.log.
+// subject's output, or a deployment's pods' logs, go to logDir/<name>.log.
 func FromFile(f *File, c scenarios.Cluster, logDir, runID string) scenarios.Subject {
 	if f.Exec != nil {
 		return &Exec{File: f, Cluster: c, LogDir: logDir, RunID: runID}
 	}
-	return &Deployment{File: f, Cluster: c, RunID: runID}
+	return &Deployment{File: f, Cluster: c, RunID: runID, LogDir: logDir}
 }
 
 // KMM is package kmm's reconciler run in-process for each case, scoped to
