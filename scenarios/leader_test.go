@@ -42,10 +42,10 @@ func TestLeaseFollower(t *testing.T) {
 	at(0, lease("kube-system", "kube-controller-manager", "kcm", "5"))
 	f.synced = true
 	at(1*time.Second, lease("kube-system", "kube-controller-manager", "kcm", "6")) // a renewal
-	at(2*time.Second, lease("ns", "op", "", "2"))                                   // released
-	at(2*time.Second, lease("ns", "op", "", "2"))                                   // relisted
-	at(5*time.Second, lease("ns", "op", "new", "3"))                                // taken
-	at(7*time.Second, lease("ns", "op", "new", "4"))                                // renewed
+	at(2*time.Second, lease("ns", "op", "", "2"))                                  // released
+	at(2*time.Second, lease("ns", "op", "", "2"))                                  // relisted
+	at(5*time.Second, lease("ns", "op", "new", "3"))                               // taken
+	at(7*time.Second, lease("ns", "op", "new", "4"))                               // renewed
 
 	for _, tc := range []struct {
 		ref   LeaseRef
