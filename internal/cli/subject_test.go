@@ -1,8 +1,10 @@
 package cli_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,9 +13,14 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/bootproof/bootproof/harness/controlplane"
 	"github.com/bootproof/bootproof/harness/controlplane/cptest"
 	"github.com/bootproof/bootproof/internal/cli"
+	"github.com/bootproof/bootproof/kmm"
 	"github.com/bootproof/bootproof/reports"
 	"github.com/bootproof/bootproof/scenarios"
 )
@@ -40,6 +47,12 @@ type subjectRun struct {
 func runSubjects(t *testing.T, files, scenarioNames []string, extra ...string) subjectRun {
 	t.Helper()
 	cp := cptest.Start(t, controlplane.Config{GracePeriod: 10 * time.Second, MonitorPeriod: time.Second})
+	return runSubjectsOn(t, cp, files, scenarioNames, extra...)
+}
+
+// runSubjectsOn is runSubjects on a control plane the test started.
+func runSubjectsOn(t *testing.T, cp *controlplane.ControlPlane, files, scenarioNames []string, extra ...string) subjectRun {
+	t.Helper()
 	r := subjectRun{dir: t.TempDir(), tmp: t.TempDir()}
 	args := []string{"run", "--cluster", "kubeconfig", "--kubeconfig", cp.Kubeconfig(), "--grace-period", "10s",
 		"--parallel", "4", "--report-dir", r.dir}
@@ -93,6 +106,13 @@ func overlap(a, b scenarios.CaseResult) bool {
 func TestExampleSubjectFilesRunTheRaceCases(t *testing.T) {
 	t.Parallel()
 	r := runSubjects(t, []string{"../../examples/subjects/bootproof-bootid.yaml", "../../examples/subjects/bootproof-legacy.yaml"}, raceCases)
+	checkExampleRaceCases(t, r)
+}
+
+// checkExampleRaceCases checks a run of the two example subject files on
+// raceCases (TestExampleSubjectFilesRunTheRaceCases).
+func checkExampleRaceCases(t *testing.T, r subjectRun) {
+	t.Helper()
 	code, res, dir := r.code, r.res, r.dir
 	if len(res.Cases) != 2*len(raceCases) {
 		t.Fatalf("%d cases, want %d", len(res.Cases), 2*len(raceCases))
@@ -293,5 +313,159 @@ func TestRaceCaseCatchesSyncTimeBootRecording(t *testing.T) {
 	}
 	if len(res.Cases) != 2 || code != 0 {
 		t.Errorf("%d cases, exit %d", len(res.Cases), code)
+	}
+}
+
+// installForeignCRD creates the CRD of path on cp as another installer
+// would (no bootproof label, another field manager) and waits until it
+// is established; it returns the object as created.
+func installForeignCRD(t *testing.T, cp *controlplane.ControlPlane, path string) *unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := kmm.DecodeObjects(data, path)
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("%s: %d objects, %v", path, len(objs), err)
+	}
+	c, err := client.New(cp.RESTConfig(), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := objs[0]
+	if err := c.Create(t.Context(), crd, client.FieldOwner("kmm-operator")); err != nil {
+		t.Fatal(err)
+	}
+	if err := kmm.WaitEstablished(t.Context(), c, crd.GetName(), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	return crd
+}
+
+// TestExampleSubjectFilesOnUpstreamCRD runs the README's "Judge your
+// operator" flow on a cluster that already holds upstream KMM's
+// NodeModulesConfig CRD (de3f8c9's shape: status.modules[] has bootId and
+// no lastTransitionTime): the CRD is used as it is and left unchanged,
+// bootproof-bootid passes every race case and bootproof-legacy, whose
+// load times the schema prunes and which keeps them in an annotation
+// instead, still fails each through the right assertion.
+func TestExampleSubjectFilesOnUpstreamCRD(t *testing.T) {
+	t.Parallel()
+	cp := cptest.Start(t, controlplane.Config{GracePeriod: 10 * time.Second, MonitorPeriod: time.Second})
+	crd := installForeignCRD(t, cp, "../testdata/crds/upstream/nodemodulesconfigs.yaml")
+	r := runSubjectsOn(t, cp, []string{"../../examples/subjects/bootproof-bootid.yaml", "../../examples/subjects/bootproof-legacy.yaml"}, raceCases)
+	checkExampleRaceCases(t, r)
+
+	c, err := client.New(cp.RESTConfig(), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := &unstructured.Unstructured{}
+	after.SetGroupVersionKind(crd.GroupVersionKind())
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(crd), after); err != nil {
+		t.Fatalf("upstream's CRD after the run: %v", err)
+	}
+	if after.GetUID() != crd.GetUID() || after.GetGeneration() != crd.GetGeneration() || len(after.GetLabels()) != 0 {
+		t.Errorf("upstream's CRD changed: uid %s→%s, generation %d→%d, labels %v", crd.GetUID(), after.GetUID(), crd.GetGeneration(), after.GetGeneration(), after.GetLabels())
+	}
+	logs := map[string]string{}
+	for _, name := range []string{"bootproof-bootid", "bootproof-legacy"} {
+		data, _ := os.ReadFile(filepath.Join(r.dir, "subjects", name+".log"))
+		logs[name] = string(data)
+	}
+	if !strings.Contains(logs["bootproof-legacy"], "keeps each load's time in an annotation") {
+		t.Errorf("bootproof-legacy's log does not say where it keeps its load times:\n%s", logs["bootproof-legacy"])
+	}
+	if !strings.Contains(logs["bootproof-bootid"], `"keepsBootID"=true`) {
+		t.Errorf("bootproof-bootid's log does not show its schema probe:\n%s", logs["bootproof-bootid"])
+	}
+	runLog, _ := os.ReadFile(filepath.Join(r.dir, "bootproof.log"))
+	for _, want := range []string{"used as it is", "status.modules[].lastTransitionTime"} {
+		if !strings.Contains(string(runLog), want) {
+			t.Errorf("bootproof.log lacks %q", want)
+		}
+	}
+}
+
+// A subject file whose CRD the cluster's lacks fields of is refused,
+// naming the fields; nothing is changed.
+func TestSubjectCRDLackingFields(t *testing.T) {
+	t.Parallel()
+	cp := cptest.Start(t, controlplane.Config{GracePeriod: 10 * time.Second, MonitorPeriod: time.Second})
+	installForeignCRD(t, cp, "../testdata/crds/upstream-pre-bootid/nodemodulesconfigs.yaml")
+	r := runSubjectsOn(t, cp, []string{"../../examples/subjects/bootproof-bootid.yaml"}, []string{"fast-reboot-0.5g"})
+	if len(r.res.Cases) != 1 {
+		t.Fatalf("%d cases", len(r.res.Cases))
+	}
+	c := r.res.Cases[0]
+	for _, want := range []string{"crds", "exists, bootproof did not create it", "lacks v1beta1: status.modules[].bootId", "crdOptionalFields"} {
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("message lacks %q: %s", want, c.Message)
+		}
+	}
+	if c.Observed != scenarios.Error || r.code == 0 {
+		t.Errorf("observed %s, exit %d; want an error", c.Observed, r.code)
+	}
+}
+
+// 'bootproof kmm' with the boot-ID detector on a cluster whose schema
+// prunes status.modules[].bootId reconciles nothing (it could not tell a
+// reboot there) and says why in its log.
+func TestKMMRefusesWhereBootIDsArePruned(t *testing.T) {
+	t.Parallel()
+	cp := cptest.Start(t, controlplane.Config{GracePeriod: 10 * time.Second, MonitorPeriod: time.Second})
+	installForeignCRD(t, cp, "../testdata/crds/upstream-pre-bootid/nodemodulesconfigs.yaml")
+	b := scenarios.NMCBuilder{Namespace: "default", KernelVersion: "6.1.0-28-amd64"}
+	u, err := b.Build("node-a", []scenarios.Module{{Name: "dummy", ModuleName: "dummy"}}).Unstructured()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cp.RESTConfig(), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(t.Context(), u); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "kmm", "--kubeconfig", cp.Kubeconfig(), "--leader-elect=false", "--detector=bootid")
+	cmd.Env = append(os.Environ(), envRunCLI+"=1")
+	cmd.Stdout = io.Discard
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	const want = "the cluster's NodeModulesConfig schema prunes status.modules[].bootId"
+	found := make(chan bool, 1)
+	var logged []string
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			logged = append(logged, sc.Text())
+			if strings.Contains(sc.Text(), want) {
+				found <- true
+				return
+			}
+		}
+		found <- false
+	}()
+	select {
+	case ok := <-found:
+		if !ok {
+			t.Fatalf("kmm exited without logging %q:\n%s", want, strings.Join(logged, "\n"))
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("kmm did not log %q within 2 min", want)
+	}
+	pods := &corev1.PodList{}
+	if err := c.List(t.Context(), pods, client.InNamespace("default")); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 0 {
+		t.Errorf("%d worker pods created on a schema the detector cannot work on", len(pods.Items))
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	"github.com/bootproof/bootproof/contract"
 	"github.com/bootproof/bootproof/internal/runs"
 	"github.com/bootproof/bootproof/kmm"
@@ -38,7 +40,7 @@ type manifestObject struct {
 
 // applyAll applies f's CRDs and manifests for run runID; see ApplyFiles.
 func applyAll(ctx context.Context, rc *rest.Config, f *File, runID string) (*Applied, error) {
-	a, err := ApplyFiles(ctx, rc, ApplyOptions{CRDs: f.CRDs, Manifests: f.Manifests, RunID: runID, Adopt: f.Adopt, Source: f.Path})
+	a, err := ApplyFiles(ctx, rc, ApplyOptions{CRDs: f.CRDs, CRDOptionalFields: f.CRDOptionalFields, Manifests: f.Manifests, RunID: runID, Adopt: f.Adopt, Source: f.Path})
 	if err != nil {
 		return a, fmt.Errorf("subject %s: %w", f.Name, err)
 	}
@@ -121,6 +123,9 @@ type ApplyOptions struct {
 	// RunID labels (contract.RunLabel) the manifests' objects created,
 	// and lets a later subject of the same run apply them again.
 	RunID string
+	// CRDOptionalFields are fields of the CRDs' schemas the operator can
+	// do without (File.CRDOptionalFields).
+	CRDOptionalFields []string
 	// Adopt allows applying over objects bootproof did not create.
 	Adopt bool
 	// Source names the subject file in errors.
@@ -159,6 +164,9 @@ func ApplyFiles(ctx context.Context, rc *rest.Config, o ApplyOptions) (*Applied,
 			return applied, fmt.Errorf("crds: %s is not a CustomResourceDefinition (put it under manifests)", m.source)
 		}
 	}
+	if defs, err = existingCRDs(ctx, c, defs, o); err != nil {
+		return applied, fmt.Errorf("crds: %w", err)
+	}
 	if err := apply(ctx, c, defs, applyOwner{label: runs.SharedLabel, value: "true", adopt: o.Adopt, source: o.Source}, nil); err != nil {
 		return applied, fmt.Errorf("crds: %w", err)
 	}
@@ -180,6 +188,54 @@ func ApplyFiles(ctx context.Context, rc *rest.Config, o ApplyOptions) (*Applied,
 		return applied, fmt.Errorf("manifests: %w", err)
 	}
 	return applied, nil
+}
+
+// existingCRDs returns the CRDs of defs to apply: without the ones that
+// exist on the cluster, were not created by bootproof and serve what
+// the file's CRD asks for (every served version, the status subresource
+// and every field but o.CRDOptionalFields): those are used as they are,
+// and the optional fields they prune are logged. One that lacks more is
+// an error naming what it lacks, unless o.Adopt lets bootproof apply
+// over it. Every optional field must be one of the CRDs' fields.
+func existingCRDs(ctx context.Context, c client.Client, defs []manifestObject, o ApplyOptions) ([]manifestObject, error) {
+	for i, f := range o.CRDOptionalFields {
+		if !slices.ContainsFunc(defs, func(m manifestObject) bool { return declares(m.obj, f) }) {
+			return nil, &contract.InputError{Field: field.NewPath("crdOptionalFields").Index(i), Value: f,
+				Reason: fmt.Sprintf("%s: no served version of the file's CRDs has this field; give a field path of their schemas, e.g. status.modules[].lastTransitionTime", o.Source)}
+		}
+	}
+	log := logr.FromContextOrDiscard(ctx)
+	var out []manifestObject
+	for _, m := range defs {
+		cur := &unstructured.Unstructured{}
+		cur.SetGroupVersionKind(m.obj.GroupVersionKind())
+		err := c.Get(ctx, client.ObjectKeyFromObject(m.obj), cur)
+		switch {
+		case apierrors.IsNotFound(err):
+			out = append(out, m)
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("%s: get %s: %w", m.source, objectName(m.obj), err)
+		case o.Adopt || cur.GetLabels()[runs.SharedLabel] == "true":
+			out = append(out, m)
+			continue
+		}
+		lack := compareCRD(cur, m.obj, o.CRDOptionalFields)
+		if !lack.none() {
+			return nil, &contract.InputError{Field: field.NewPath("crds"), Value: o.Source,
+				Reason: fmt.Sprintf("%s: %s exists, bootproof did not create it, and it %s: the operator would not get what its CRD asks for. Install a CRD that serves it, list in crdOptionalFields the fields the operator can do without, or set adopt: true to apply the file's CRD over it (it then stays changed after the run)",
+					m.source, objectName(m.obj), lack.describe())}
+		}
+		log.Info("CRD exists and serves what the subject file asks for: used as it is", "crd", cur.GetName(), "source", m.source)
+		if len(lack.Optional) > 0 {
+			log.Info("the cluster's CRD prunes fields the subject file marks optional: the operator must do without them", "crd", cur.GetName(), "pruned", lack.optionalSummary())
+		}
+		// Wait for it as for one applied.
+		if err := kmm.WaitEstablished(ctx, c, cur.GetName(), crdTimeout); err != nil {
+			return nil, fmt.Errorf("%s: %w", m.source, err)
+		}
+	}
+	return out, nil
 }
 
 func boolRank(b bool) int {

@@ -125,12 +125,39 @@ func TestApplyChangesOnlyWhatItCreated(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Name: "widgets.example.com"}, got); err != nil || got.GetLabels()[runs.SharedLabel] != "true" {
 		t.Errorf("created CRD: labels %v, %v", got.GetLabels(), err)
 	}
+	// One that was there and serves what the file's asks for is used as it
+	// is: not applied over, not labelled.
 	gadgets := write("gadgets.yaml", crd("gadgets"))
 	if err := c.Create(ctx, mustCRD(t, crd("gadgets"))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ApplyFiles(ctx, rc, ApplyOptions{CRDs: []string{gadgets}, RunID: "run1"}); !errors.As(err, &ie) || !strings.Contains(err.Error(), "CustomResourceDefinition gadgets.example.com exists") {
-		t.Errorf("a CRD someone else installed: %v", err)
+	if _, err := ApplyFiles(ctx, rc, ApplyOptions{CRDs: []string{gadgets}, RunID: "run1"}); err != nil {
+		t.Errorf("a CRD someone else installed, serving what the file asks for: %v", err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: "gadgets.example.com"}, got); err != nil || len(got.GetLabels()) != 0 || got.GetGeneration() != 1 {
+		t.Errorf("someone else's CRD changed: labels %v, generation %d, %v", got.GetLabels(), got.GetGeneration(), err)
+	}
+	// One that lacks fields is refused, naming them, unless the file says
+	// its operator can do without them.
+	typed := func(fields string) string {
+		return strings.Replace(crd("sprockets"), "{type: object, x-kubernetes-preserve-unknown-fields: true}",
+			"{type: object, properties: {spec: {type: object, properties: {"+fields+"}}}}", 1)
+	}
+	if err := c.Create(ctx, mustCRD(t, typed("size: {type: integer}"))); err != nil {
+		t.Fatal(err)
+	}
+	sprockets := write("sprockets.yaml", typed("size: {type: integer}, color: {type: string}, tags: {type: array, items: {type: string}}"))
+	_, err = ApplyFiles(ctx, rc, ApplyOptions{CRDs: []string{sprockets}, RunID: "run1"})
+	if !errors.As(err, &ie) || ie.Field.String() != "crds" || !strings.Contains(err.Error(), "CustomResourceDefinition sprockets.example.com exists") ||
+		!strings.Contains(err.Error(), "lacks v1: spec.color; v1: spec.tags") {
+		t.Errorf("a CRD someone else installed, lacking two fields: %v", err)
+	}
+	if _, err := ApplyFiles(ctx, rc, ApplyOptions{CRDs: []string{sprockets}, CRDOptionalFields: []string{"spec.color", "spec.tags"}, RunID: "run1"}); err != nil {
+		t.Errorf("the same, both fields optional: %v", err)
+	}
+	_, err = ApplyFiles(ctx, rc, ApplyOptions{CRDs: []string{sprockets}, CRDOptionalFields: []string{"spec.colour"}, RunID: "run1"})
+	if !errors.As(err, &ie) || ie.Field.String() != "crdOptionalFields[0]" || !strings.Contains(err.Error(), "no served version of the file's CRDs has this field") {
+		t.Errorf("an optional field no CRD of the file has: %v", err)
 	}
 }
 

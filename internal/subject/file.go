@@ -36,6 +36,14 @@ type File struct {
 	// (server-side) before the first case, and waited for. ${NAME}
 	// expands, as in ExecSpec.Command.
 	CRDs []string `yaml:"crds"`
+	// CRDOptionalFields are fields of the CRDs' schemas the operator can
+	// do without ("status.modules[].lastTransitionTime"). A CRD of crds
+	// that exists and that bootproof did not create is used as it is
+	// (never changed, adopt or not) when it serves every version, the
+	// status subresource and every field of the file's CRD but these; one
+	// that lacks more is an error naming what it lacks (adopt: true
+	// applies the file's CRD over it instead).
+	CRDOptionalFields []string `yaml:"crdOptionalFields"`
 	// Manifests are files or directories of objects (namespaces,
 	// ConfigMaps, RBAC, ...) applied before the operator starts.
 	Manifests []string `yaml:"manifests"`

@@ -101,6 +101,8 @@ type Reconciler struct {
 	finished sync.Map
 	// vs is the calibration variants' memory.
 	vs variantState
+	// schema is what the cluster's schema keeps of a status entry.
+	schema statusSchema
 }
 
 // pending is one reconcile's work, applied after all decisions are made.
@@ -157,6 +159,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, fmt.Errorf("get nodemodulesconfig %s: %w", nodeName, err)
 	}
+	if err := r.checkSchema(ctx, nmc); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.restoreLoadTimes(nmc); err != nil {
+		return reconcile.Result{}, err
+	}
 	node := &corev1.Node{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: nodeName}, node); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -180,6 +188,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if statusChanged {
 		// Write status before releasing pods: a result is never lost, and a
 		// conflict (someone changed the NMC) leaves everything for a retry.
+		if err := r.saveLoadTimes(ctx, nmc, nmc.Status.Modules); err != nil {
+			return reconcile.Result{}, err
+		}
 		if err := r.writeStatus(ctx, nmc, node, before); err != nil && !r.variantDropsWriteError(ctx, err) {
 			return reconcile.Result{}, fmt.Errorf("patch status of nodemodulesconfig %s: %w", nodeName, errors.Join(append(p.errs, err)...))
 		}
