@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,77 +42,80 @@ func (e *SchemaError) Error() string {
 }
 
 // statusSchema is what the cluster's NodeModulesConfig schema keeps of a
-// status entry, learned once by probeSchema.
+// status entry, learned once by checkSchema.
 type statusSchema struct {
-	mu    sync.Mutex
-	known bool
+	known atomic.Bool
 	// loadTimesInAnnotation: lastTransitionTime is pruned and the legacy
 	// detector keeps its load times in LoadTimesAnnotation.
-	loadTimesInAnnotation bool
+	loadTimesInAnnotation atomic.Bool
 }
 
-// probeEntry is the status entry probeSchema writes (dry run).
-func probeEntry(now metav1.Time) kmmv1beta1.NodeModuleStatus {
-	return kmmv1beta1.NodeModuleStatus{
-		ModuleItem: kmmv1beta1.ModuleItem{Name: "bootproof-schema-probe", Namespace: "bootproof-schema-probe", ServiceAccountName: "default"},
-		Config: kmmv1beta1.ModuleConfig{KernelVersion: "probe", ContainerImage: "probe",
-			Modprobe: kmmv1beta1.ModprobeSpec{ModuleName: "probe"}},
-		BootID:             "bootproof-schema-probe",
-		LastTransitionTime: now,
-	}
-}
+// keptFields says which evidence fields a status write keeps.
+type keptFields struct{ bootID, loadTime bool }
+
+// probeName names the status entry probeSchema writes (dry run).
+const probeName = "bootproof-schema-probe"
 
 // checkSchema learns, on the first reconcile that can, which of the
-// status fields the detector records in the cluster's schema keeps: it
-// writes nmc's status with one more entry carrying them, as a dry run,
-// and reads back what the API server would have stored. A detector
-// whose field is pruned cannot work: a *SchemaError, returned by every
-// reconcile (which then does nothing: it could not tell a reboot) and so
-// logged with its retries; the legacy detector's lastTransitionTime,
-// pruned, is kept in LoadTimesAnnotation instead.
+// status fields the detector records in the cluster's schema keeps
+// (probeSchema). A detector whose field is pruned cannot work: a
+// *SchemaError, returned by every reconcile (which then does nothing: it
+// could not tell a reboot) and so logged with its retries; the legacy
+// detector's lastTransitionTime, pruned, is kept in LoadTimesAnnotation
+// instead.
 func (r *Reconciler) checkSchema(ctx context.Context, nmc *kmmv1beta1.NodeModulesConfig) error {
-	r.schema.mu.Lock()
-	defer r.schema.mu.Unlock()
-	if r.schema.known {
+	if r.schema.known.Load() {
 		return nil
 	}
-	orig := nmc.DeepCopy()
-	probe := nmc.DeepCopy()
-	now := metav1.NewTime(r.Clock.Now())
-	probe.Status.Modules = append(probe.Status.Modules, probeEntry(now))
-	if err := r.Client.Status().Patch(ctx, probe, client.MergeFrom(orig), client.DryRunAll); err != nil {
-		return fmt.Errorf("probe the NodeModulesConfig status schema (dry-run status patch of %s): %w", nmc.Name, err)
+	kept, err := r.probeSchema(ctx, nmc)
+	if err != nil {
+		return err
 	}
-	got := findStatus(probe, "bootproof-schema-probe", "bootproof-schema-probe")
-	keptBoot := got != nil && got.BootID != ""
-	keptTime := got != nil && !got.LastTransitionTime.IsZero()
 	log := logr.FromContextOrDiscard(ctx)
 	switch r.Detector.Name() {
 	case detect.BootID:
-		if !keptBoot {
+		if !kept.bootID {
 			return &SchemaError{NMC: nmc.Name, Field: fieldBootID, Detector: detect.BootID}
 		}
 	case detect.Legacy:
-		if !keptTime {
-			r.schema.loadTimesInAnnotation = true
+		if !kept.loadTime {
+			r.schema.loadTimesInAnnotation.Store(true)
 			log.Info("the cluster's NodeModulesConfig schema prunes "+fieldLastTransition+"; the legacy detector keeps each load's time in an annotation instead",
 				"annotation", LoadTimesAnnotation)
 		}
 	default:
 		return fmt.Errorf("reboot detector %q: no status field known to check", r.Detector.Name())
 	}
-	r.schema.known = true
-	log.Info("NodeModulesConfig status schema probed", "keepsBootID", keptBoot, "keepsLastTransitionTime", keptTime)
+	r.schema.known.Store(true)
+	log.Info("NodeModulesConfig status schema probed", "keepsBootID", kept.bootID, "keepsLastTransitionTime", kept.loadTime)
 	return nil
+}
+
+// probeSchema writes nmc's status with one more entry carrying every
+// evidence field, as a dry run, and reads back what the API server would
+// have stored.
+func (r *Reconciler) probeSchema(ctx context.Context, nmc *kmmv1beta1.NodeModulesConfig) (keptFields, error) {
+	probe := nmc.DeepCopy()
+	probe.Status.Modules = append(probe.Status.Modules, kmmv1beta1.NodeModuleStatus{
+		ModuleItem: kmmv1beta1.ModuleItem{Name: probeName, Namespace: probeName, ServiceAccountName: "default"},
+		Config: kmmv1beta1.ModuleConfig{KernelVersion: probeName, ContainerImage: probeName,
+			Modprobe: kmmv1beta1.ModprobeSpec{ModuleName: probeName}},
+		BootID:             probeName,
+		LastTransitionTime: metav1.NewTime(r.Clock.Now()),
+	})
+	if err := r.Client.Status().Patch(ctx, probe, client.MergeFrom(nmc), client.DryRunAll); err != nil {
+		return keptFields{}, fmt.Errorf("probe the NodeModulesConfig status schema (dry-run status patch of %s): %w", nmc.Name, err)
+	}
+	got := findStatus(probe, probeName, probeName)
+	if got == nil {
+		return keptFields{}, nil
+	}
+	return keptFields{bootID: got.BootID != "", loadTime: !got.LastTransitionTime.IsZero()}, nil
 }
 
 // loadTimesInAnnotation reports whether load times live in
 // LoadTimesAnnotation (see checkSchema).
-func (r *Reconciler) loadTimesInAnnotation() bool {
-	r.schema.mu.Lock()
-	defer r.schema.mu.Unlock()
-	return r.schema.loadTimesInAnnotation
-}
+func (r *Reconciler) loadTimesInAnnotation() bool { return r.schema.loadTimesInAnnotation.Load() }
 
 // restoreLoadTimes gives every status entry without a lastTransitionTime
 // the time LoadTimesAnnotation holds for it.
