@@ -17,6 +17,12 @@
 //  4. write status (optimistic lock), then remove the finalizer from and
 //     delete the pods whose result is recorded, then create new pods.
 //
+// Before its first decision the reconciler learns what the cluster's
+// schema keeps of a status entry (checkSchema: a dry-run status write,
+// read back). The boot-ID detector refuses to reconcile where bootId is
+// pruned; the legacy detector, where lastTransitionTime is pruned
+// (upstream KMM's schema), keeps its load times in LoadTimesAnnotation.
+//
 // Worker pods have a fixed name per node and module, so at most one exists
 // per module at any time; together with step 1 that keeps the reconciler
 // from starting two loads for the same module and boot, also across
