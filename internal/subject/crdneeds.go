@@ -129,23 +129,19 @@ func lackingFields(want, cur map[string]any, path string) []string {
 	return out
 }
 
-// hasField reports whether schema s has field path p.
+// hasField reports whether schema s has field path p (a part ending in
+// "[]" is a list's items).
 func hasField(s map[string]any, p string) bool {
 	for part := range strings.SplitSeq(p, ".") {
 		name, items := strings.CutSuffix(part, "[]")
 		props, _ := s["properties"].(map[string]any)
-		next, ok := props[name].(map[string]any)
-		if !ok {
+		if s, _ = props[name].(map[string]any); s == nil {
 			return false
 		}
-		s = next
-		for items {
-			next, ok := s["items"].(map[string]any)
-			if !ok {
+		if items {
+			if s, _ = s["items"].(map[string]any); s == nil {
 				return false
 			}
-			s = next
-			name, items = strings.CutSuffix(name, "[]")
 		}
 	}
 	return true
@@ -163,5 +159,5 @@ func (l crdLack) describe() string {
 	return strings.Join(parts, " and ")
 }
 
-// lackSummary is for logs: the optional fields the cluster prunes.
+// optionalSummary is for logs: the optional fields the cluster prunes.
 func (l crdLack) optionalSummary() string { return strings.Join(l.Optional, "; ") }
