@@ -144,7 +144,7 @@ func (o Options) Default() Options {
 		if o.RecordBootFrom == "" || o.RecordBootFrom == DefaultRecordBootFrom {
 			o.RecordBootFrom = string(controller.BootFromNode)
 		}
-	case variant.SlowStart:
+	case variant.SlowStart, variant.SlowAfterRestart:
 		o.LeaderElection = true
 	case variant.LeaseKept:
 		o.LeaderElection, o.KeepLeaderLease = true, true

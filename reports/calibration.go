@@ -102,9 +102,10 @@ type CalibrationCell struct {
 	Verdict string   `json:"verdict"`
 	Outcome string   `json:"outcome"`
 	Message string   `json:"message,omitempty"`
-	// SlowestReloadMS is the reload (the new boot visible to every module
-	// loaded in it) that came closest to its wait's timeout, -1 when none
-	// was judged; BoundMS that wait's timeout (-1: none).
+	// SlowestReloadMS is the reload (its window opening to every module
+	// loaded in the new boot) that came closest to its service level
+	// (reload-slo), -1 when none was judged; BoundMS that service level
+	// (-1: none).
 	SlowestReloadMS int64 `json:"slowest_reload_ms"`
 	BoundMS         int64 `json:"bound_ms"`
 }
@@ -310,11 +311,11 @@ func calibrationCell(v CalibrationVariant, i int, c scenarios.CaseResult) Calibr
 			cell.Failed = append(cell.Failed, a.Name)
 		}
 		for _, r := range a.Reloads {
-			if r.WaitMS <= 0 {
+			if r.SLOMS <= 0 {
 				continue
 			}
-			if f := float64(r.LatencyMS) / float64(r.WaitMS); f > worst {
-				worst, cell.SlowestReloadMS, cell.BoundMS = f, r.LatencyMS, r.WaitMS
+			if f := float64(r.WindowMS) / float64(r.SLOMS); f > worst {
+				worst, cell.SlowestReloadMS, cell.BoundMS = f, r.WindowMS, r.SLOMS
 			}
 		}
 	}

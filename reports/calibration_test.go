@@ -31,7 +31,7 @@ func calCase(subj, scen, observed, verdict string, failed ...string) scenarios.C
 		c.Assertions = append(c.Assertions, scenarios.AssertionResult{Name: a, Message: a + " failed"})
 	}
 	c.Assertions = append(c.Assertions, scenarios.AssertionResult{Name: "consistency", OK: true,
-		Reloads: []scenarios.ReloadLatency{{LatencyMS: 700, WaitMS: 5000}, {LatencyMS: 900, WaitMS: 9000}}})
+		Reloads: []scenarios.ReloadLatency{{LatencyMS: 700, WindowMS: 700, SLOMS: 5000, WaitMS: 30000}, {LatencyMS: 900, WindowMS: 900, SLOMS: 9000, WaitMS: 30000}}})
 	return c
 }
 
@@ -155,7 +155,7 @@ func TestCalibrateFigures(t *testing.T) {
 	}
 	md := CalibrationMarkdown(c)
 	for _, s := range []string{"# bootproof calibration\n\n❌ ", "| s4 | ➕ | – | – | – |", "| s2 ⇄ | ❌ | ⚠️ | ⚠️ | – |", "| s1 | ✅ | ✅ | ✅ | · |",
-		"- ❌ a (known bad): caught in 2 of 3", "* s1, s2, s3 — through `fail:reload`: it can see it", "slow (known good): passed 1 of 3 scenarios; closest reload 700 ms against its wait's bound of 5.0 s (s1)"} {
+		"- ❌ a (known bad): caught in 2 of 3", "* s1, s2, s3 — through `fail:reload`: it can see it", "slow (known good): passed 1 of 3 scenarios; closest reload 700 ms against its service level of 5.0 s (s1)"} {
 		if !strings.Contains(md, s) {
 			t.Errorf("calibration.md lacks %q:\n%s", s, md)
 		}

@@ -57,7 +57,7 @@ func VariantLine(r CalibrationRow) string {
 	if r.Kind == KindSlow {
 		fmt.Fprintf(&b, "%s (known good): passed %s", r.Variant, countOf(r.Scenarios, r.Runs, "scenario"))
 		if worst, bound, where := slowestMargin(r.Cells); worst >= 0 {
-			fmt.Fprintf(&b, "; closest reload %s against its wait's bound of %s (%s)", FormatMS(worst), FormatMS(bound), where)
+			fmt.Fprintf(&b, "; closest reload %s against its service level of %s (%s)", FormatMS(worst), FormatMS(bound), where)
 		}
 		writeShortfalls(&b, r)
 		return b.String()
@@ -332,7 +332,7 @@ func oneLine(s string) string {
 }
 
 // slowestMargin is the passing case whose reload came closest to its
-// wait's bound: the reload, the bound, and the scenario.
+// service level: the reload, the service level, and the scenario.
 func slowestMargin(cells []CalibrationCell) (worst, bound int64, where string) {
 	worst, bound = -1, -1
 	closest := -1.0

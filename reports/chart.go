@@ -99,7 +99,33 @@ func chartCell(p *Picture, x func(float64) float64, y float64, c scenarios.CaseR
 	if f.Detection.Count == 0 && f.Reload.Count > 0 {
 		label.Title = "no detection: " + WhyNoDetection
 	}
+	if late, slo := lateReloads(c); slo > 0 && f.Reload.Count > 0 {
+		label.Text += " · SLO " + formatMSFloat(float64(slo))
+		if late > 0 {
+			label.Text += fmt.Sprintf(": %d late", late)
+			label.Fill = "#b00020"
+			label.Title = fmt.Sprintf("%s after its window opened (the new boot visible, the subject able to act), over the service level: %s",
+				plural(late, "reload came", "reloads came"), c.ReloadBound.Format(FormatDuration))
+		}
+	}
 	p.Texts = append(p.Texts, label)
+}
+
+// lateReloads counts the case's late reloads (reload-slo) and gives the
+// largest service level its reloads were judged against (0: none).
+func lateReloads(c scenarios.CaseResult) (late int, sloMS int64) {
+	for _, a := range c.Assertions {
+		if a.Name != scenarios.AssertReloadSLO {
+			continue
+		}
+		for _, r := range a.Reloads {
+			sloMS = max(sloMS, r.SLOMS)
+			if r.Late {
+				late++
+			}
+		}
+	}
+	return late, sloMS
 }
 
 // chartAxis draws the latency axis under the rows, with grid lines from

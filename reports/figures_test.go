@@ -161,3 +161,35 @@ func TestLatencyChart(t *testing.T) {
 		t.Errorf("chart of %vx%v", p.Width, p.Height)
 	}
 }
+
+// TestLatencyChartShowsLateReloads: a case's service level is on its
+// label, and a late reload (reload-slo) turns it red with the count and
+// the service level's rule as its tooltip.
+func TestLatencyChartShowsLateReloads(t *testing.T) {
+	slo := func(late bool) scenarios.AssertionResult {
+		return scenarios.AssertionResult{Name: scenarios.AssertReloadSLO, OK: !late,
+			Reloads: []scenarios.ReloadLatency{{Node: "n0", BootID: "b", LatencyMS: 400, WindowMS: 400, SLOMS: 15000}, {Node: "n0", BootID: "c", LatencyMS: 18000, WindowMS: 18000, SLOMS: 15000, Late: late}}}
+	}
+	bound := &scenarios.ReloadBoundResult{Rule: "10 x the slowest load measured, at least 15s", FirstLoadMS: 300, BoundMS: 15000, DeadlineMS: 30000}
+	r := scenarios.Results{Cases: []scenarios.CaseResult{
+		{Scenario: "repeated", Subject: "bootid", Verdict: "pass", Observed: "pass", ReloadBound: bound, Assertions: []scenarios.AssertionResult{slo(false)},
+			Reboots: []scenarios.RebootMetric{reboot(100, 400), reboot(90, 18000)}},
+		{Scenario: "repeated", Subject: "stale", Verdict: "fail", Observed: "fail", ReloadBound: bound, Assertions: []scenarios.AssertionResult{slo(true)},
+			Reboots: []scenarios.RebootMetric{reboot(100, 400), reboot(90, 18000)}},
+	}}
+	var labels []Text
+	for _, x := range BuildLatencyChart(r).Texts {
+		if strings.HasPrefix(x.Text, "reload ") {
+			labels = append(labels, x)
+		}
+	}
+	if len(labels) != 2 {
+		t.Fatalf("labels %+v", labels)
+	}
+	if !strings.HasSuffix(labels[0].Text, " · SLO 15 s") || labels[0].Fill == "#b00020" {
+		t.Errorf("on time: %+v", labels[0])
+	}
+	if !strings.HasSuffix(labels[1].Text, " · SLO 15 s: 1 late") || labels[1].Fill != "#b00020" || !strings.Contains(labels[1].Title, "at least 15s") {
+		t.Errorf("late: %+v", labels[1])
+	}
+}

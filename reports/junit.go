@@ -158,7 +158,7 @@ func caseOutput(c scenarios.CaseResult) string {
 	var b strings.Builder
 	b.WriteString(assertionText(c, true))
 	if c.ReloadBound != nil {
-		fmt.Fprintf(&b, "reload bound: %s\n", c.ReloadBound.Format(FormatDuration))
+		fmt.Fprintf(&b, "reload service level: %s\n", c.ReloadBound.Format(FormatDuration))
 	}
 	for _, m := range c.Reboots {
 		fmt.Fprintf(&b, "reboot %s: boot %s -> %s, downtime %dms, NotReady seen %v, detection %dms, reload %dms\n",

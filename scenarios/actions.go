@@ -91,7 +91,7 @@ func timelineActions() map[ActionKind]actionSpec {
 		ActWaitReloaded: {
 			fields: []string{"on", "timeout"},
 			run: func(c *caseRun, ctx context.Context, a Action) error {
-				return c.waitReloaded(ctx, describe(a), c.targets(a.On), c.timeout(a))
+				return c.waitReloaded(ctx, describe(a), c.targets(a.On), c.timeout(a), c.timeoutWhy(a))
 			},
 		},
 		ActWaitWorker: {
@@ -230,6 +230,14 @@ func (c *caseRun) timeout(a Action) time.Duration {
 		return a.Timeout.Resolve(c.grace)
 	}
 	return c.s.Deadline.Resolve(c.grace)
+}
+
+// timeoutWhy says where timeout(a) comes from, for messages.
+func (c *caseRun) timeoutWhy(a Action) string {
+	if a.Timeout.Set {
+		return "its timeout"
+	}
+	return "the scenario's deadline"
 }
 
 // canReboot skips a case whose node set cannot reboot in the action's
@@ -431,10 +439,12 @@ func (c *caseRun) spread(ctx context.Context, a Action, kind ActionKind, downtim
 }
 
 // waitReloaded waits until every module in each node's spec is loaded in
-// the node's current boot (what says which wait it is, for messages). Its
-// timeout is timeout cut to the reload bound once the case's first load
-// was measured, the same for every subject.
-func (c *caseRun) waitReloaded(ctx context.Context, what string, nodes []string, timeout time.Duration) error {
+// the node's current boot (what says which wait it is, for messages), or
+// timeout ends: a reload missing then is missed. The service level a
+// reload must meet not to be late is the wait's SLO, set when its window
+// opens; it judges, it never ends the wait, and it is the same for every
+// subject.
+func (c *caseRun) waitReloaded(ctx context.Context, what string, nodes []string, timeout time.Duration, why string) error {
 	c.dis.wait(nodes)
 	if err := c.dis.failure(); err != nil {
 		return err
@@ -442,14 +452,16 @@ func (c *caseRun) waitReloaded(ctx context.Context, what string, nodes []string,
 	c.awaitNewBoots(ctx, nodes, timeout)
 	c.awaitLeader(ctx, timeout)
 	c.measureFirstLoadTruth(time.Now())
-	timeout, why := c.reload.timeout(c.s.ReloadBound, c.grace, timeout)
+	fixed, setBy := c.fixedSLO()
+	slo, sloWhy := c.reload.slo(c.s.ReloadBound, c.grace, fixed, setBy)
 	c.mu.Lock()
 	spec := make(map[string][]judging.Module, len(nodes))
 	for _, n := range nodes {
 		spec[n] = judgedModules(c.spec[n])
 	}
 	c.mu.Unlock()
-	return c.runWait(ctx, judging.Wait{Kind: judging.WaitReload, What: what, Nodes: slices.Clone(nodes), Spec: spec, Start: time.Now(), Timeout: timeout, Why: why})
+	return c.runWait(ctx, judging.Wait{Kind: judging.WaitReload, What: what, Nodes: slices.Clone(nodes), Spec: spec, Start: time.Now(), Timeout: timeout, Why: why,
+		SLO: slo, SLOWhy: sloWhy})
 }
 
 // awaitNewBoots holds a reload wait's window back until each of nodes

@@ -67,7 +67,7 @@ func (c *caseRun) checkPrecondition() {
 // worker waits and the reloads.
 func (c *caseRun) checkReload() {
 	f, r := c.facts(time.Now()), c.obs.Record()
-	c.results = append(c.results, judging.JudgeInitialLoad(f, r), judging.JudgeWorkerWaits(f, r), judging.JudgeReload(f, r))
+	c.results = append(c.results, judging.JudgeInitialLoad(f, r), judging.JudgeWorkerWaits(f, r), judging.JudgeReload(f, r), judging.JudgeReloadSLO(f, r))
 }
 
 // checkExtraWork judges the loads seen so far, and the status claims.

@@ -319,29 +319,37 @@ func TestInitialLoadFailureIsNotAnExpectedReloadFailure(t *testing.T) {
 
 // TestObservedOutcomeIgnoresTheExpectation: a subject that reloads k x
 // its first load after a reboot is observed the same, with the same
-// assertions, whether it is expected to pass or to fail through reload:
-// it passes inside the reload bound (here 2 x the first load) and fails
-// beyond it, though still well within the scenario's deadline. The first
-// load is 1s, so the reload that takes as long still has a second of
-// slack under the bound on a loaded machine.
+// assertions, whether it is expected to pass or to fail: it passes inside
+// the service level (here 2 x the first load), fails reload-slo beyond
+// it (late, its reload seen: reload holds) and fails reload when it never
+// reloads by the scenario's deadline (missed). The first load is 1s, so
+// the reload that takes as long still has a second of slack under the
+// service level on a loaded machine.
 func TestObservedOutcomeIgnoresTheExpectation(t *testing.T) {
 	t.Parallel()
 	const first = time.Second
 	pass := Expectation{Outcome: Pass, Source: "test"}
 	failReload := Expectation{Outcome: Fail, Assertions: []string{AssertReload}, Source: "test"}
+	failLate := Expectation{Outcome: Fail, Assertions: []string{AssertReloadSLO}, Source: "test"}
 	for _, tc := range []struct {
 		k        float64
 		observed string
+		// failed is the assertion it fails through; exp the expectation
+		// that names it.
+		failed string
+		exp    Expectation
 	}{
-		{0.5, Pass},
-		{1, Pass},
-		{5, Fail}, // 5s: beyond the bound of about 2s, inside the 20s deadline
+		{0.5, Pass, "", failLate},
+		{1, Pass, "", failReload},
+		{5, Fail, AssertReloadSLO, failLate},  // 5s: late, past the 2s service level, inside the 8s deadline
+		{100, Fail, AssertReload, failReload}, // missed: not by the deadline
 	} {
 		t.Run(fmt.Sprintf("k=%v", tc.k), func(t *testing.T) {
 			t.Parallel()
 			reload := time.Duration(tc.k * float64(first))
-			asPass := runScripted(t, first, reload, pass)
-			asFail := runScripted(t, first, reload, failReload)
+			s := scriptedFastReboot(8 * time.Second)
+			asPass := runScriptedScenario(t, s, first, reload, pass)
+			asFail := runScriptedScenario(t, s, first, reload, tc.exp)
 			for _, r := range []CaseResult{asPass, asFail} {
 				if r.Observed != tc.observed {
 					t.Errorf("expected %s: observed %s, want %s (%s; %+v)", r.Expected, r.Observed, tc.observed, r.Message, r.Assertions)
@@ -352,17 +360,27 @@ func TestObservedOutcomeIgnoresTheExpectation(t *testing.T) {
 				if len(r.Notes) > 0 {
 					t.Errorf("notes %v", r.Notes)
 				}
+				for _, a := range r.Assertions {
+					if a.OK == (a.Name == tc.failed) && (a.Name == AssertReload || a.Name == AssertReloadSLO) {
+						t.Errorf("%s ok=%v (%s), want only %q failed", a.Name, a.OK, a.Message, tc.failed)
+					}
+				}
 			}
 			if got, want := outcomes(asFail), outcomes(asPass); got != want {
 				t.Errorf("assertions differ with the expectation:\n pass: %s\n fail: %s", want, got)
 			}
 			wantVerdict := map[string][2]string{Pass: {Pass, Fail}, Fail: {Fail, Pass}}[tc.observed]
 			if asPass.Verdict != wantVerdict[0] || asFail.Verdict != wantVerdict[1] {
-				t.Errorf("verdicts %s (expected pass), %s (expected fail:reload); want %v", asPass.Verdict, asFail.Verdict, wantVerdict)
+				t.Errorf("verdicts %s (expected pass), %s (expected %s); want %v", asPass.Verdict, asFail.Verdict, tc.exp, wantVerdict)
 			}
 			if tc.observed == Pass {
 				if r := find(asPass.Assertions, AssertReload); !r.OK || len(r.Reloads) != 1 || !strings.Contains(r.Message, "reload latency") {
 					t.Errorf("a passing case's reload assertion: %+v", r)
+				}
+			}
+			if tc.failed == AssertReloadSLO {
+				if r := find(asPass.Assertions, AssertReloadSLO); len(r.Reloads) != 1 || !r.Reloads[0].Late || !strings.Contains(r.Message, "late") {
+					t.Errorf("a late reload: %+v", r)
 				}
 			}
 		})
@@ -390,8 +408,9 @@ func find(as []AssertionResult, name string) AssertionResult {
 // TestFirstLoadWithoutReloadWait: a timeline whose first load happens
 // with no reload wait around it (here during a sleep, as in the race
 // scenarios that wait for worker pods) still measures it from the kernel's
-// ground truth, so the wait after the reboot ends at the reload bound,
-// not at the deadline, for a subject that never reloads.
+// ground truth, so the reload after the reboot is judged against the
+// service level it sizes; a subject that never reloads is waited for
+// until the deadline and fails reload (missed).
 func TestFirstLoadWithoutReloadWait(t *testing.T) {
 	const first = 300 * time.Millisecond
 	w := &world{cs: k8sfake.NewClientset(),
@@ -399,7 +418,7 @@ func TestFirstLoadWithoutReloadWait(t *testing.T) {
 			map[schema.GroupVersionResource]string{contract.NMCResource: "NodeModulesConfigList"})}
 	e := &Engine{Cluster: scriptedCluster{}, Backend: scriptedBackend{w}, SettleTimeout: 5 * time.Second,
 		clients: func() (kubernetes.Interface, dynamic.Interface, error) { return w.cs, w.dyn, nil }}
-	deadline := 20 * time.Second
+	deadline := 4 * time.Second
 	s := &Scenario{Name: "scripted-load-in-sleep", Nodes: 1, Modules: []Module{{Name: "dummy", ModuleName: "dummy"}}, Precondition: "recorded",
 		Deadline:    Duration{Abs: deadline, Set: true},
 		ReloadBound: ReloadBound{FirstLoadTimes: 2, AtLeast: Duration{Abs: 100 * time.Millisecond, Set: true}},
@@ -412,27 +431,30 @@ func TestFirstLoadWithoutReloadWait(t *testing.T) {
 	r := e.Run(ctx, s, expecting{&scriptedSubject{w: w, firstLoad: first, reloadAfter: time.Hour}, Expectation{Outcome: Pass, Source: "test"}})
 	took := time.Since(start)
 	if r.ReloadBound == nil || r.ReloadBound.FirstLoadMS < first.Milliseconds() || r.ReloadBound.BoundMS >= deadline.Milliseconds() {
-		t.Fatalf("reload bound %+v: want the first load (>= %s) measured and a bound under the deadline", r.ReloadBound, first)
+		t.Fatalf("reload bound %+v: want the first load (>= %s) measured and a service level under the deadline", r.ReloadBound, first)
 	}
 	if r.Observed != Fail || find(r.Assertions, AssertReload).OK {
 		t.Errorf("observed %s, reload %+v: want a reload failure", r.Observed, find(r.Assertions, AssertReload))
 	}
-	if took >= deadline {
-		t.Errorf("the case took %s: the wait ran to the deadline %s instead of the reload bound", took, deadline)
+	if a := find(r.Assertions, AssertReload); !strings.Contains(a.Message, "not reloaded within 4s (the scenario's deadline)") {
+		t.Errorf("reload %+v: want it missed at the deadline", a)
+	}
+	if took < deadline {
+		t.Errorf("the case took %s: the wait ended before the deadline %s", took, deadline)
 	}
 }
 
 // TestReloadBoundGrowsWithMeasuredReloads: a correct subject whose
 // reloads grow slower (1s, 1.6s, 2.56s after a 1s first load, as backoff
 // built up by errors does) passes: each reload it made sizes the next
-// one's window (2 x the slowest load measured, 3.2s for the third). Sized
-// by the first load alone (about 2s), its third reload failed. A subject
-// that stops reloading after two reboots still fails the third, within
-// the bound.
+// one's service level (2 x the slowest load measured, 3.2s for the
+// third). Sized by the first load alone (about 2s), its third reload was
+// late. A subject that stops reloading after two reboots misses the
+// third: reload fails at the deadline.
 func TestReloadBoundGrowsWithMeasuredReloads(t *testing.T) {
 	t.Parallel()
 	const first = time.Second
-	s := scriptedFastReboot(20 * time.Second)
+	s := scriptedFastReboot(8 * time.Second)
 	reboot := s.Actions[1]
 	wait := s.Actions[2]
 	s.Actions = append(s.Actions, reboot, wait, reboot, wait)
@@ -456,8 +478,11 @@ func TestReloadBoundGrowsWithMeasuredReloads(t *testing.T) {
 				t.Errorf("reload bound %+v: want a reload slower than the first load's bound passed, the bound grown by it (about 2.56s)", r.ReloadBound)
 			}
 			if tc.observed == Fail {
-				if a := find(r.Assertions, AssertReload); a.OK || !strings.Contains(a.Message, "the slowest reload so far took") {
-					t.Errorf("reload %+v: want it failed within the grown bound", a)
+				if a := find(r.Assertions, AssertReload); a.OK || !strings.Contains(a.Message, "not reloaded within 8s (the scenario's deadline)") {
+					t.Errorf("reload %+v: want the third reload missed", a)
+				}
+				if a := find(r.Assertions, AssertReloadSLO); !a.OK || a.NotJudged == "" {
+					t.Errorf("reload-slo %+v: want the two reloads that came within the service level, the missed one left to reload", a)
 				}
 			}
 		})

@@ -45,19 +45,11 @@ func (s *Scenario) Cost(grace time.Duration) time.Duration {
 }
 
 // missCost is what a subject that misses a reload adds to a case: its
-// timeline ends at the first reload wait that does not hold, after the
-// reload bound, estimated from the first load a case of s would have
-// (a wait plus the simulated pod's start and action, podLatency each)
-// and never past the deadline. Every subject's case is ordered by it
-// alike: the order must not depend on what a subject is expected to do.
+// timeline ends at the first reload wait that does not hold, at the
+// scenario's deadline. Every subject's case is ordered by it alike: the
+// order must not depend on what a subject is expected to do.
 func (s *Scenario) missCost(grace time.Duration) time.Duration {
-	b := s.ReloadBound.withDefaults()
-	firstLoad := perWait + 2*s.PodLatency.Resolve(grace)
-	bound := max(b.AtLeast.Resolve(grace), time.Duration(b.FirstLoadTimes*float64(firstLoad)))
-	if dl := s.Deadline.Resolve(grace); dl > 0 {
-		bound = min(bound, dl)
-	}
-	return bound
+	return s.Deadline.Resolve(grace)
 }
 
 // ByCost returns the indexes of scenarios ordered by Cost with grace,

@@ -21,12 +21,11 @@ func TestCostOrdersLongestFirst(t *testing.T) {
 	slow := dec("slow", "  - wait-reloaded: {}\n  - reboot: {downtime: 3g}\n  - wait-reloaded: {}\n", 1)
 	storm := dec("storm", "  - wait-reloaded: {}\n  - reboot: {on: all, downtime: 0.3g, stagger: 1s}\n  - wait-reloaded: {}\n", 50)
 	sleepy := dec("sleepy", "  - wait-reloaded: {}\n  - sleep: {duration: 20s}\n", 1)
-	// Slow worker pods: a first load of about 5s, so a missed reload
-	// waits until the deadline (10 x 5s > 30s).
+	// Slow worker pods: the cost is the same.
 	race := dec("race", "  - wait-worker: {action: Load, state: succeeded}\n  - reboot: {downtime: 0.3g}\n  - wait-reloaded: {}\n", 1)
 	race.PodLatency = Duration{Abs: 2 * time.Second, Set: true}
-	// A missed reload costs the bound: 10 x (a wait) at the least.
-	miss := DefaultReloadTimes * perWait
+	// A missed reload costs the deadline: the wait runs until then.
+	miss := 30 * time.Second
 	for _, tc := range []struct {
 		s    *Scenario
 		want time.Duration
@@ -35,14 +34,14 @@ func TestCostOrdersLongestFirst(t *testing.T) {
 		{slow, 30*time.Second + 2*perWait + 3*perNode + miss},
 		{storm, 3*time.Second + 49*time.Second + 2*perWait + 3*50*perNode + miss},
 		{sleepy, 20*time.Second + perWait + 2*perNode + miss},
-		{race, 3*time.Second + 2*perWait + 3*perNode + 30*time.Second},
+		{race, 3*time.Second + 2*perWait + 3*perNode + miss},
 	} {
 		if got := tc.s.Cost(grace); got != tc.want {
 			t.Errorf("%s: Cost = %s, want %s", tc.s.Name, got, tc.want)
 		}
 	}
 	got := ByCost([]*Scenario{short, slow, storm, sleepy, race}, grace)
-	if want := []int{2, 1, 4, 3, 0}; !slices.Equal(got, want) {
-		t.Errorf("ByCost = %v, want %v (storm, slow, race, sleepy, short)", got, want)
+	if want := []int{2, 1, 3, 4, 0}; !slices.Equal(got, want) {
+		t.Errorf("ByCost = %v, want %v (storm, slow, sleepy, race, short)", got, want)
 	}
 }

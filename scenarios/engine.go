@@ -52,6 +52,11 @@ type Engine struct {
 	// and every node it provisions, so the run can delete them at its end
 	// and a cleanup can find them after a crash.
 	RunID string
+	// ReloadSLO, when set, is every subject's reload service level (a
+	// reload later than it after its window opened fails reload-slo),
+	// unless the subject states its own (ReloadSLOSetter); 0: the
+	// scenario's ReloadBound.
+	ReloadSLO time.Duration
 
 	// clients, set by tests, replaces the clients of Cluster.RESTConfig
 	// (fake clientsets).
@@ -89,7 +94,8 @@ type caseRun struct {
 
 	// dis is the ledger of the case's node disruptions.
 	dis disruptions
-	// reload sizes the reload waits (ReloadBound).
+	// reload measures the subject's loads for the reload service level
+	// (ReloadBound).
 	reload reloadMeter
 	// waits is every wait the timeline and the final check made, in order.
 	waits []judging.Wait
@@ -171,7 +177,8 @@ func (e *Engine) Run(ctx context.Context, s *Scenario, subj Subject) CaseResult 
 		res.Reboots = c.rebootMetrics()
 	}
 	if at, _ := c.reload.firstLoadFacts(); !at.IsZero() {
-		res.ReloadBound = c.reload.result(c.s.ReloadBound, c.s.Deadline.Resolve(c.grace), c.grace)
+		fixed, setBy := c.fixedSLO()
+		res.ReloadBound = c.reload.result(c.s.ReloadBound, c.s.Deadline.Resolve(c.grace), c.grace, fixed, setBy)
 	}
 	// The expectation is read here, and only here: nothing the case
 	// observed depended on it.

@@ -177,14 +177,14 @@ func TestReloadFailsWithLastState(t *testing.T) {
 	s.node(corev1.ConditionTrue, "b")
 	s.truth("b")
 	s.loadPod("1", "Load", "a")
-	err := s.c.waitReloaded(context.Background(), "wait-reloaded at line 9", []string{"n0"}, 300*time.Millisecond)
+	err := s.c.waitReloaded(context.Background(), "wait-reloaded at line 9", []string{"n0"}, 300*time.Millisecond, "test")
 	if !errors.Is(err, errAborted) {
 		t.Fatalf("waitReloaded = %v, want the timeline aborted", err)
 	}
 	s.c.checkReload()
 	// No disruption came before the wait: it waited for the initial load.
 	r := s.result(AssertInitialLoad)
-	for _, want := range []string{"1 module(s) not reloaded within 300ms (its full timeout: no first load measured yet) in wait-reloaded at line 9",
+	for _, want := range []string{"1 module(s) not reloaded within 300ms (test) in wait-reloaded at line 9",
 		"on node n0: module dummy not loaded in boot b", "Ready=True", "ground truth: boot=b modules=[]", "kmm-worker-n0-dummy(Load dummy Succeeded)"} {
 		wantFail(t, r, want)
 	}
@@ -192,7 +192,7 @@ func TestReloadFailsWithLastState(t *testing.T) {
 	ok := newScript(t, "fast")
 	ok.node(corev1.ConditionTrue, "b")
 	ok.truth("b", "dummy")
-	if err := ok.c.waitReloaded(context.Background(), "wait-reloaded", []string{"n0"}, time.Second); err != nil {
+	if err := ok.c.waitReloaded(context.Background(), "wait-reloaded", []string{"n0"}, time.Second, "test"); err != nil {
 		t.Errorf("module loaded in the current boot: %v", err)
 	}
 	// A reload wait that holds is recorded, and the assertion says so.
@@ -443,7 +443,7 @@ func TestSubjectExitEndsTheCase(t *testing.T) {
 	s.node(corev1.ConditionTrue, "b")
 	s.truth("b")
 	start := time.Now()
-	err := s.c.waitReloaded(context.Background(), "wait-reloaded", []string{"n0"}, 30*time.Second)
+	err := s.c.waitReloaded(context.Background(), "wait-reloaded", []string{"n0"}, 30*time.Second, "test")
 	if time.Since(start) > 10*time.Second {
 		t.Errorf("waited %s for a subject that had exited", time.Since(start))
 	}

@@ -20,6 +20,7 @@ const (
 	AssertInitialLoad     = judging.AssertInitialLoad
 	AssertWorker          = judging.AssertWorker
 	AssertReload          = judging.AssertReload
+	AssertReloadSLO       = judging.AssertReloadSLO
 	AssertNoExtraWork     = judging.AssertNoExtraWork
 	AssertConsistency     = judging.AssertConsistency
 	AssertStatusAfterLoad = judging.AssertStatusAfterLoad

@@ -94,7 +94,7 @@ func TestSubjectFaultsAfterAFailureAreFailures(t *testing.T) {
 		wantNote    string
 	}{
 		{"reload fails, worker never ends", 0, Fail, "reload: ", []string{AssertReload, AssertWorkersFinish}, ""},
-		{"reload fails, then the subject faults", 2500 * time.Millisecond, Fail, "reload: ", []string{AssertReload}, "after an assertion failed"},
+		{"reload fails, then the subject faults", 4500 * time.Millisecond, Fail, "reload: ", []string{AssertReload}, "after an assertion failed"},
 		{"the subject faults before any failure", time.Millisecond, Error, "subject fault: ", nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

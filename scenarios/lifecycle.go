@@ -201,7 +201,7 @@ func (c *caseRun) finalChecks(ctx context.Context, aborted bool) error {
 	}
 	if !aborted {
 		// Every module expected on a node is loaded in its current boot.
-		if err := c.waitReloaded(ctx, "the final check", c.names, c.s.Deadline.Resolve(c.grace)); err != nil && !errors.Is(err, errAborted) {
+		if err := c.waitReloaded(ctx, "the final check", c.names, c.s.Deadline.Resolve(c.grace), "the scenario's deadline"); err != nil && !errors.Is(err, errAborted) {
 			return err
 		}
 	}

@@ -11,36 +11,37 @@ import (
 	"github.com/bootproof/bootproof/scenarios/judging"
 )
 
-// ReloadBound is how long a subject has to reload, the same for every
-// subject: what a case observes depends only on what the subject did,
-// never on what it is expected to do. Once the case's first load was
-// measured (the subject started with the NodeModulesConfigs written ->
-// every module of the first wait loaded on every node, each in the boot
-// it had at the start), each reload wait ends after FirstLoadTimes x the
-// slowest load the case measured of this subject so far (that first
-// load, or a reload an earlier wait saw: a node's new boot visible -> its
-// modules loaded in it), never under AtLeast and never past the wait's
-// own timeout (its timeout, else the scenario's deadline). The window
-// opens when the subject can act: after the timeline's resume or restart
-// of the subject (the wait follows it), once every node's Node status
-// shows the new boot of its last reboot (awaitNewBoots) and, after a
-// restart, an instance of a subject that elects a leader holds its
-// Lease again (awaitLeader, LeaderLeaser). A subject
-// whose reloads grow slower (backoff built up by earlier errors, a
-// restart of its own) is measured doing so: each reload it made widens
-// the next one's window, and one that misses a reboot never reloads, so
-// it widens nothing. A timeline with
-// no reload wait before its first reboot (worker waits, sleeps) has its
-// first load measured from the kernels' ground truth at its next reload
-// wait (caseRun.measureFirstLoadTruth). A wait before the first load was
-// measured has its full timeout.
-//
-// The first load runs the same path as a reload (the subject sees work,
-// its worker pod runs, the kernel loads) on the same cluster and nodes
-// under the same load, plus the subject's start, so a subject that
-// reloads at all does so well inside the bound; one that misses a
-// reboot is given up on as soon, whichever verdict it is expected to
-// get.
+// ReloadBound is the default service level of a reload: how soon after
+// its window opened a subject's reload must come not to be late (the
+// reload-slo assertion). It is the same for every subject: what a case
+// observes depends only on what the subject did, never on what it is
+// expected to do, and the bound only judges, it never ends a wait. A
+// reload wait runs until every module is loaded or its timeout (its
+// own, else the scenario's deadline) ends: a reload that never comes by
+// then is missed (the reload assertion); one that comes after the
+// service level is late (reload-slo). A subject may be given a fixed
+// service level instead (Engine.ReloadSLO, ReloadSLOSetter); without
+// one, once the case's first load was measured (the subject started
+// with the NodeModulesConfigs written -> every module of the first wait
+// loaded on every node, each in the boot it had at the start), a reload
+// is late after FirstLoadTimes x the slowest load the case measured of
+// this subject so far (that first load, or a reload an earlier wait saw:
+// a node's new boot visible -> its modules loaded in it), never under
+// AtLeast; before the first load was measured, after AtLeast. The floor
+// is what a correct operator meets after controller-runtime's default
+// per-item backoff (5 ms doubling: 10.24 s after eleven failed tries in
+// a row). The window opens when the subject can act: after the
+// timeline's resume or restart of the subject (the wait follows it), once
+// every node's Node status shows the new boot of its last reboot
+// (awaitNewBoots) and, after a restart, an instance of a subject that
+// elects a leader holds its Lease again (awaitLeader, LeaderLeaser). A
+// subject whose reloads grow slower (backoff built up by earlier
+// errors, a restart of its own) is measured doing so: each reload it
+// made widens the next one's service level, and one that misses a
+// reboot never reloads, so it widens nothing. A timeline with no reload
+// wait before its first reboot (worker waits, sleeps) has its first
+// load measured from the kernels' ground truth at its next reload wait
+// (caseRun.measureFirstLoadTruth).
 type ReloadBound struct {
 	// FirstLoadTimes multiplies the measured first load; default
 	// DefaultReloadTimes, at least 1.
@@ -52,7 +53,7 @@ type ReloadBound struct {
 // Defaults and limit of ReloadBound.
 const (
 	DefaultReloadTimes   = 10
-	DefaultReloadAtLeast = 5 * time.Second
+	DefaultReloadAtLeast = 15 * time.Second
 	MaxReloadTimes       = 1000
 )
 
@@ -68,22 +69,40 @@ func (b ReloadBound) withDefaults() ReloadBound {
 }
 
 // String says what the bound is: "10 x the slowest load measured, at
-// least 5s".
+// least 15s".
 func (b ReloadBound) String() string {
 	b = b.withDefaults()
 	return fmt.Sprintf("%s x the slowest load measured, at least %s", strconv.FormatFloat(b.FirstLoadTimes, 'f', -1, 64), b.AtLeast)
 }
 
-// Resolve returns a reload wait's timeout for a case whose first load
-// took firstLoad (0: not measured yet) when the wait's own timeout is
-// timeout, with grace the grace period.
-func (b ReloadBound) Resolve(firstLoad, timeout, grace time.Duration) time.Duration {
-	if firstLoad <= 0 {
-		return timeout
-	}
+// Resolve returns the service level of a reload in a case whose slowest
+// load measured so far took load (0: none measured yet, the floor), with
+// grace the grace period.
+func (b ReloadBound) Resolve(load, grace time.Duration) time.Duration {
 	b = b.withDefaults()
-	bound := time.Duration(math.Min(b.FirstLoadTimes*float64(firstLoad), float64(math.MaxInt64)))
-	return min(timeout, max(b.AtLeast.Resolve(grace), bound))
+	bound := time.Duration(math.Min(b.FirstLoadTimes*float64(load), float64(math.MaxInt64)))
+	return max(b.AtLeast.Resolve(grace), bound)
+}
+
+// ReloadSLOSetter is the optional capability of a subject that states
+// its own reload service level (a subject file's reloadSLO): ok false
+// when it states none. It replaces Engine.ReloadSLO for that subject.
+type ReloadSLOSetter interface {
+	ReloadSLO() (time.Duration, bool)
+}
+
+// fixedSLO is the subject's fixed service level and who set it (0: the
+// scenario's ReloadBound).
+func (c *caseRun) fixedSLO() (time.Duration, string) {
+	if s, ok := c.subj.(ReloadSLOSetter); ok {
+		if d, ok := s.ReloadSLO(); ok && d > 0 {
+			return d, "the subject's reloadSLO"
+		}
+	}
+	if c.e.ReloadSLO > 0 {
+		return c.e.ReloadSLO, "--reload-slo"
+	}
+	return 0, ""
 }
 
 // reloadMeter is the case's side of the reload bound: when the subject
@@ -135,25 +154,25 @@ func (m *reloadMeter) firstLoadFacts() (time.Time, time.Duration) {
 	return m.subjectAt, m.firstLoad
 }
 
-// timeout is the timeout of a reload wait whose own timeout is timeout:
-// cut to bound once the first load was measured (grace: the grace
-// period). why says which, for messages.
-func (m *reloadMeter) timeout(bound ReloadBound, grace, timeout time.Duration) (time.Duration, string) {
+// slo is the service level of a reload wait starting now: fixed (set by
+// setBy) when the subject has one, else the scenario's bound over the
+// slowest load measured so far (grace: the grace period). why says
+// which, for messages.
+func (m *reloadMeter) slo(bound ReloadBound, grace, fixed time.Duration, setBy string) (time.Duration, string) {
+	if fixed > 0 {
+		return fixed, "set by " + setBy
+	}
 	m.mu.Lock()
 	first, slowest := m.firstLoad, m.slowestReload
 	m.mu.Unlock()
 	if first <= 0 {
-		return timeout, "its full timeout: no first load measured yet"
+		return bound.Resolve(0, grace), fmt.Sprintf("%s; no first load measured yet", bound)
 	}
 	measured := fmt.Sprintf("the first load took %s", HumanDuration(first))
 	if slowest > first {
 		measured = fmt.Sprintf("the slowest reload so far took %s, the first load %s", HumanDuration(slowest), HumanDuration(first))
 	}
-	d := bound.Resolve(max(first, slowest), timeout, grace)
-	if d < timeout {
-		return d, fmt.Sprintf("the reload bound: %s; %s", bound, measured)
-	}
-	return d, fmt.Sprintf("its timeout, shorter than the reload bound (%s; %s)", bound, measured)
+	return bound.Resolve(max(first, slowest), grace), fmt.Sprintf("%s; %s", bound, measured)
 }
 
 // reloaded records the slowest reload of a held reload wait: for each
@@ -225,19 +244,25 @@ func (m *reloadMeter) firstLoadedIn(r judging.Record, base map[string]string, wa
 	}
 }
 
-// result reports bound for a case whose deadline is deadline (grace: the
-// grace period).
-func (m *reloadMeter) result(bound ReloadBound, deadline, grace time.Duration) *ReloadBoundResult {
+// result reports the service level a case ran with: bound, or fixed
+// (set by setBy) when the subject had one; deadline is the scenario's
+// deadline (grace: the grace period).
+func (m *reloadMeter) result(bound ReloadBound, deadline, grace, fixed time.Duration, setBy string) *ReloadBoundResult {
 	m.mu.Lock()
 	first, slowest := m.firstLoad, m.slowestReload
 	m.mu.Unlock()
-	b := &ReloadBoundResult{Rule: bound.String(), FirstLoadMS: -1, BoundMS: -1, DeadlineMS: deadline.Milliseconds()}
+	b := &ReloadBoundResult{Rule: bound.String(), FirstLoadMS: -1, BoundMS: bound.Resolve(0, grace).Milliseconds(), DeadlineMS: deadline.Milliseconds()}
+	if fixed > 0 {
+		b.Rule, b.BoundMS, b.FixedBy = HumanDuration(fixed), fixed.Milliseconds(), setBy
+	}
 	if first > 0 {
 		b.FirstLoadMS = first.Milliseconds()
-		b.FirstBoundMS = bound.Resolve(first, deadline, grace).Milliseconds()
-		b.BoundMS = bound.Resolve(max(first, slowest), deadline, grace).Milliseconds()
 		if slowest > 0 {
 			b.SlowestReloadMS = slowest.Milliseconds()
+		}
+		if fixed <= 0 {
+			b.FirstBoundMS = bound.Resolve(first, grace).Milliseconds()
+			b.BoundMS = bound.Resolve(max(first, slowest), grace).Milliseconds()
 		}
 	}
 	return b

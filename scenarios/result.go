@@ -62,7 +62,7 @@ type CaseResult struct {
 	StartedAt     time.Time `json:"started_at,omitzero"`
 	DurationMS    int64     `json:"duration_ms"`
 	GracePeriodMS int64     `json:"grace_period_ms"`
-	// ReloadBound is how long reload waits lasted, the same for every
+	// ReloadBound is the reload service level the case judged with, the same for every
 	// subject (nil for a case that did not run).
 	ReloadBound *ReloadBoundResult `json:"reload_bound,omitempty"`
 	Assertions  []AssertionResult  `json:"assertions"`
@@ -82,47 +82,54 @@ func (c CaseResult) Unjudged() []string {
 	return out
 }
 
-// ReloadBoundResult is the reload bound a case ran with (ReloadBound).
+// ReloadBoundResult is the reload service level a case ran with
+// (ReloadBound, or a fixed one) and the deadline that makes a reload
+// missed.
 type ReloadBoundResult struct {
-	// Rule is the scenario's bound: "10 x the slowest load measured, at least 5s".
+	// Rule is the scenario's rule, "10 x the slowest load measured, at
+	// least 15s", or the fixed service level ("20 s") with FixedBy.
 	Rule string `json:"rule"`
+	// FixedBy, for a fixed service level, says who set it:
+	// "--reload-slo", "the subject's reloadSLO".
+	FixedBy string `json:"fixed_by,omitempty"`
 	// FirstLoadMS is the case's measured first load; -1 when it was not
-	// measured (no wait held before a reboot), and then every wait had
-	// its full timeout.
+	// measured (no wait held before a reboot), and then every reload had
+	// the rule's floor.
 	FirstLoadMS int64 `json:"first_load_ms"`
-	// BoundMS is the timeout a reload wait with the scenario's deadline
-	// got after the case's last reload (sized by the slowest load
-	// measured); -1 when no first load was measured. FirstBoundMS is the
-	// one the first reload wait got (sized by the first load alone).
+	// BoundMS is the service level a reload got after the case's last
+	// reload (sized by the slowest load measured); FirstBoundMS is the
+	// one the first reload got (sized by the first load alone).
 	BoundMS      int64 `json:"bound_ms"`
 	FirstBoundMS int64 `json:"first_bound_ms,omitempty"`
 	// SlowestReloadMS is the slowest reload a held wait measured (0: none).
 	SlowestReloadMS int64 `json:"slowest_reload_ms,omitempty"`
-	// DeadlineMS is the scenario's deadline, every wait's timeout before
-	// the first load was measured (a wait's own timeout replaces it).
+	// DeadlineMS is the scenario's deadline: a reload wait's timeout
+	// unless the action sets its own; a reload not there by then is
+	// missed.
 	DeadlineMS int64 `json:"deadline_ms"`
 }
 
-// String says what the bound was: "5s (10 x the first load 0.52s, at
-// least 5s; the deadline 30s before it was measured)".
+// String says what the service level was: "15s (10 x the slowest load
+// measured, at least 15s: first load 520ms); missed after the deadline
+// 30s".
 func (b ReloadBoundResult) String() string {
 	return b.Format(func(d time.Duration) string { return d.String() })
 }
 
-// Format writes the bound with format for its durations (a report's
-// rounding, say).
+// Format writes the service level with format for its durations (a
+// report's rounding, say).
 func (b ReloadBoundResult) Format(format func(time.Duration) string) string {
-	dl := format(time.Duration(b.DeadlineMS) * time.Millisecond)
-	if b.FirstLoadMS < 0 {
-		return "the deadline " + dl + " (" + b.Rule + ", but no first load was measured before a reboot)"
+	ms := func(v int64) string { return format(time.Duration(v) * time.Millisecond) }
+	missed := "; missed after the deadline " + ms(b.DeadlineMS)
+	switch {
+	case b.FixedBy != "":
+		return fmt.Sprintf("%s (set by %s)%s", ms(b.BoundMS), b.FixedBy, missed)
+	case b.FirstLoadMS < 0:
+		return fmt.Sprintf("%s (%s; no first load was measured before a reboot)%s", ms(b.BoundMS), b.Rule, missed)
+	case b.SlowestReloadMS > b.FirstLoadMS:
+		return fmt.Sprintf("%s (%s: first load %s, slowest reload %s)%s", ms(b.BoundMS), b.Rule, ms(b.FirstLoadMS), ms(b.SlowestReloadMS), missed)
 	}
-	bound := time.Duration(b.BoundMS) * time.Millisecond
-	first := time.Duration(b.FirstLoadMS) * time.Millisecond
-	if b.SlowestReloadMS > b.FirstLoadMS {
-		return fmt.Sprintf("%s (%s: first load %s, slowest reload %s; the deadline %s caps it)", format(bound), b.Rule, format(first),
-			format(time.Duration(b.SlowestReloadMS)*time.Millisecond), dl)
-	}
-	return fmt.Sprintf("%s (%s: first load %s; the deadline %s caps it)", format(bound), b.Rule, format(first), dl)
+	return fmt.Sprintf("%s (%s: first load %s)%s", ms(b.BoundMS), b.Rule, ms(b.FirstLoadMS), missed)
 }
 
 // CaseTrace is one case's trace in trace.json.

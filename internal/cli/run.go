@@ -41,6 +41,7 @@ type runOptions struct {
 	nodeBudget    int
 	repeat        int
 	maxNodes      int
+	reloadSLO     time.Duration
 	reportDir     string
 	kubeconfig    string
 	binDir        string
@@ -126,6 +127,7 @@ fault), an interrupted run, or an infrastructure fault outside the cases.`,
 	f.IntVar(&o.nodeBudget, "max-parallel-nodes", DefaultNodeBudget, "nodes of the cases run at once, at most (0: no cap): a case that does not fit waits while smaller ones start; one bigger than the cap runs alone")
 	f.IntVar(&o.repeat, "repeat", 1, fmt.Sprintf("run every scenario x subject this many times (at most %d), each a case of its own: the matrix counts what each pair observed (\"fail 3 of 5\"), telling a failure that comes every time from one that comes by chance", MaxRepeat))
 	f.IntVar(&o.maxNodes, "max-nodes", 0, fmt.Sprintf("cap every scenario's node count (0: no cap; with --nodes libvirt the default is %d)", DefaultVMMaxNodes))
+	f.DurationVar(&o.reloadSLO, "reload-slo", 0, "every subject's reload service level, e.g. 10s: a reload later than this after the node's new boot showed (and the subject could act) fails reload-slo; one not there by the scenario's deadline fails reload (0: each scenario's rule, 10 x the slowest load measured, at least 15s; a subject file's reloadSLO wins for its subject)")
 	f.StringVar(&o.reportDir, "report-dir", "", "report directory: new or empty (default a new "+DefaultReportRoot+"/<timestamp>-<random>, with "+DefaultReportRoot+"/latest pointing to it)")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig for --cluster kubeconfig (default $KUBECONFIG)")
 	f.StringVar(&o.binDir, "bin-dir", "", binDirHelp)
@@ -212,6 +214,9 @@ func (o *runOptions) validate(stderr io.Writer) (runPlan, error) {
 	}
 	if o.maxNodes < 0 {
 		return p, withCode(ExitUsage, fmt.Errorf("invalid --max-nodes %d: accepted: 0 (no cap) or more", o.maxNodes))
+	}
+	if o.reloadSLO < 0 || o.reloadSLO > subject.MaxReloadSLO {
+		return p, withCode(ExitUsage, fmt.Errorf("invalid --reload-slo %s: accepted: 0 (each scenario's rule) or a duration up to %s, e.g. 10s", o.reloadSLO, subject.MaxReloadSLO))
 	}
 	if err := o.checkClusterFlags(); err != nil {
 		return p, err
@@ -307,7 +312,7 @@ func (rc *runContext) run(ctx context.Context) error {
 	start := time.Now()
 	prog.start()
 	res := runner.Run(ctx, runner.Config{Cluster: cl, Backend: nodes, Subjects: subjects,
-		Scenarios: rc.plan.scenarios, Parallel: rc.o.parallel, Repeat: rc.o.repeat, MaxNodes: rc.o.maxNodes, NodeBudget: rc.o.nodeBudget, Progress: prog, RunID: run.ID,
+		Scenarios: rc.plan.scenarios, Parallel: rc.o.parallel, Repeat: rc.o.repeat, MaxNodes: rc.o.maxNodes, ReloadSLO: rc.o.reloadSLO, NodeBudget: rc.o.nodeBudget, Progress: prog, RunID: run.ID,
 		Include: rc.o.calibrate.include(rc.plan.subjectFiles)})
 	prog.stop()
 	if er, ok := cl.(environmentReporter); ok {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 
@@ -33,6 +34,9 @@ type Config struct {
 	Repeat int
 	// MaxNodes caps scenario node counts (0: none).
 	MaxNodes int
+	// ReloadSLO is every subject's reload service level (see
+	// scenarios.Engine.ReloadSLO; 0: each scenario's rule).
+	ReloadSLO time.Duration
 	// NodeBudget caps the nodes of the cases running at once (0: no
 	// cap): a case whose nodes do not fit waits, and smaller cases start
 	// before it. A case of more nodes than the budget runs alone.
@@ -48,7 +52,7 @@ type Config struct {
 
 // Engine returns the scenario engine for cfg.
 func Engine(cfg Config) *scenarios.Engine {
-	return &scenarios.Engine{Cluster: cfg.Cluster, Backend: cfg.Backend, MaxNodes: cfg.MaxNodes, RunID: cfg.RunID}
+	return &scenarios.Engine{Cluster: cfg.Cluster, Backend: cfg.Backend, MaxNodes: cfg.MaxNodes, RunID: cfg.RunID, ReloadSLO: cfg.ReloadSLO}
 }
 
 // ClusterWide is the optional capability of a subject that acts on the

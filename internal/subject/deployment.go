@@ -60,6 +60,9 @@ func (d *Deployment) LogPath() string {
 }
 
 // Name implements scenarios.Subject.
+// ReloadSLO implements scenarios.ReloadSLOSetter: the file's reloadSLO.
+func (d *Deployment) ReloadSLO() (time.Duration, bool) { return d.File.SLO() }
+
 func (d *Deployment) Name() string { return d.File.Name }
 
 // Expectation implements scenarios.Expecter.

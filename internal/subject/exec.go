@@ -72,6 +72,9 @@ type execProc struct {
 }
 
 // Name implements scenarios.Subject.
+// ReloadSLO implements scenarios.ReloadSLOSetter: the file's reloadSLO.
+func (x *Exec) ReloadSLO() (time.Duration, bool) { return x.File.SLO() }
+
 func (x *Exec) Name() string { return x.File.Name }
 
 // Expectation implements scenarios.Expecter.

@@ -70,15 +70,40 @@ type File struct {
 	// started); a deployment's is not, and its window opens when it is
 	// available again.
 	LeaderElection *scenarios.LeaseRef `yaml:"leaderElection"`
+	// ReloadSLO is the operator's reload service level ("10s"): a reload
+	// that comes later than this after its window opened fails
+	// reload-slo (late); one that never comes by the scenario's deadline
+	// fails reload (missed). It replaces --reload-slo for this subject;
+	// without either, each scenario's measured rule applies
+	// (scenarios.ReloadBound).
+	ReloadSLO string `yaml:"reloadSLO"`
 
 	// Path is the file the subject came from.
 	Path string `yaml:"-"`
 	// Warnings are what DecodeFile found deprecated in the file (no
 	// apiVersion and kind): each names the file and says what to change.
 	// A command prints them on stderr.
-	Warnings []string      `yaml:"-"`
-	expect   []expectEntry `yaml:"-"`
+	Warnings  []string      `yaml:"-"`
+	expect    []expectEntry `yaml:"-"`
+	reloadSLO time.Duration
 }
+
+// MaxReloadSLO is the longest reload service level a subject file or
+// --reload-slo may set.
+const MaxReloadSLO = 10 * time.Minute
+
+// ParseReloadSLO reads a reload service level: a duration from 1ms to
+// MaxReloadSLO.
+func ParseReloadSLO(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 || d > MaxReloadSLO {
+		return 0, fmt.Errorf("%q: accepted: a duration over 0 and at most %s, e.g. 10s", s, MaxReloadSLO)
+	}
+	return d, nil
+}
+
+// SLO is the file's reload service level (ok false: none set).
+func (f *File) SLO() (time.Duration, bool) { return f.reloadSLO, f.reloadSLO > 0 }
 
 // ExecSpec is an operator process the harness starts once per run, with
 // KUBECONFIG pointing at a kubeconfig for the cluster under test, stops
@@ -253,6 +278,13 @@ func (f *File) validate(doc *yaml.Node, lookup Lookup) *fileformat.FieldError {
 			}
 			*v.value = x
 		}
+	}
+	if f.ReloadSLO != "" {
+		d, err := ParseReloadSLO(f.ReloadSLO)
+		if err != nil {
+			return bad(err.Error(), "reloadSLO")
+		}
+		f.reloadSLO = d
 	}
 	if err := f.decodeExpect(); err != nil {
 		return err

@@ -95,6 +95,9 @@ func TestDecodeFileExec(t *testing.T) {
 	if le := f.LeaderElection; le == nil || le.Namespace != "ops" || le.Name != "my-operator.example.com" {
 		t.Errorf("leaderElection %v, want ops/my-operator.example.com", le)
 	}
+	if d, ok := (&Exec{File: f}).ReloadSLO(); !ok || d != 12*time.Second {
+		t.Errorf("reloadSLO %s %v, want 12s", d, ok)
+	}
 	tests := []struct {
 		scenario, want, source string
 	}{

@@ -23,19 +23,26 @@ import (
 const (
 	slowReconcileDelay = 2 * time.Second
 	slowStartDelay     = 8 * time.Second
+	slowRestartDelay   = 10 * time.Second
 	slowPodStartDelay  = 3 * time.Second
 	refusedPatches     = 2
 	// reloadLoopAfter is how old reload-loop lets a load get.
 	reloadLoopAfter = time.Second
 	// staleBootFor is how long stale-boot-cache keeps a node's boot ID.
-	staleBootFor = 15 * time.Second
+	staleBootFor = 25 * time.Second
 )
 
 // variantState is what the calibration variants (Reconciler.Variant)
 // remember between reconciles. The correct reconciler uses none of it.
 type variantState struct {
-	// startedAt is when the reconciler was set up (slow-start).
+	// startedAt is when the reconciler was set up (slow-start,
+	// slow-after-restart).
 	startedAt time.Time
+	// restarted, once checked, says whether the cluster held a
+	// NodeModulesConfig status at the first reconcile
+	// (slow-after-restart).
+	restartOnce sync.Once
+	restarted   bool
 	// bootSeen holds, per node and module, the boot the reconciler last
 	// saw the node in (update-events-only).
 	bootSeen sync.Map
@@ -65,15 +72,22 @@ type refusal struct {
 func (r *Reconciler) is(n variant.Name) bool { return r.Variant == n }
 
 // variantWait holds a reconcile back as the slow variants do: 2 s each
-// (slow-reconcile), or until 8 s after the reconciler's start
-// (slow-start). It returns ctx's error if ctx ends first.
+// (slow-reconcile), until 8 s after the reconciler's start (slow-start),
+// or until 10 s after it when the cluster held a NodeModulesConfig status
+// at its first reconcile: a start that is not the first
+// (slow-after-restart). It returns ctx's error if ctx ends first.
 func (r *Reconciler) variantWait(ctx context.Context) error {
-	if !r.is(variant.SlowReconcile) && !r.is(variant.SlowStart) {
-		return nil
-	}
-	d := slowReconcileDelay
-	if r.is(variant.SlowStart) {
+	var d time.Duration
+	switch {
+	case r.is(variant.SlowReconcile):
+		d = slowReconcileDelay
+	case r.is(variant.SlowStart):
 		d = time.Until(r.vs.startedAt.Add(slowStartDelay))
+	case r.is(variant.SlowAfterRestart):
+		r.vs.restartOnce.Do(func() { r.vs.restarted = r.statusWritten(ctx) })
+		if r.vs.restarted {
+			d = time.Until(r.vs.startedAt.Add(slowRestartDelay))
+		}
 	}
 	if d <= 0 {
 		return nil
@@ -86,6 +100,22 @@ func (r *Reconciler) variantWait(ctx context.Context) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// statusWritten reports whether some NodeModulesConfig has a module in
+// its status: what an earlier instance of the reconciler wrote.
+func (r *Reconciler) statusWritten(ctx context.Context) bool {
+	var list kmmv1beta1.NodeModulesConfigList
+	if err := r.Client.List(ctx, &list); err != nil {
+		logr.FromContextOrDiscard(ctx).Error(err, "slow-after-restart: list nodemodulesconfigs; taken for a restart")
+		return true
+	}
+	for _, nmc := range list.Items {
+		if len(nmc.Status.Modules) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // rebootedSinceSeen is update-events-only's detector: a node rebooted when

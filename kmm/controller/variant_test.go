@@ -98,8 +98,8 @@ func TestStaleBootCache(t *testing.T) {
 		variant variant.Name
 		steps   []step
 	}{
-		{variant.StaleBootCache, []step{{0, "a", "a", 0}, {4 * time.Second, "b", "a", 11 * time.Second}, {14 * time.Second, "b", "a", time.Second},
-			{15 * time.Second, "b", "b", 0}, {16 * time.Second, "c", "b", 14 * time.Second}}},
+		{variant.StaleBootCache, []step{{0, "a", "a", 0}, {4 * time.Second, "b", "a", 21 * time.Second}, {24 * time.Second, "b", "a", time.Second},
+			{25 * time.Second, "b", "b", 0}, {26 * time.Second, "c", "b", 24 * time.Second}}},
 		{variant.None, []step{{0, "a", "a", 0}, {4 * time.Second, "b", "b", 0}}},
 	} {
 		clk := clocktesting.NewFakePassiveClock(t0)
@@ -115,5 +115,42 @@ func TestStaleBootCache(t *testing.T) {
 				t.Errorf("%q at %s: requeue after %s, want %s", tc.variant, s.at, res.RequeueAfter, s.requeue)
 			}
 		}
+	}
+}
+
+// TestSlowAfterRestart: slow-after-restart holds its reconciles back for
+// 10 s after its start when the cluster already holds a status it wrote
+// (a start that is not the first), and not on its first start.
+func TestSlowAfterRestart(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := kmmv1beta1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	written := &kmmv1beta1.NodeModulesConfig{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
+	written.Status.Modules = []kmmv1beta1.NodeModuleStatus{{BootID: "a"}}
+	for _, tc := range []struct {
+		name     string
+		objs     []client.Object
+		variant  variant.Name
+		held     bool
+		restarted bool
+	}{
+		{"first start: no status", []client.Object{&kmmv1beta1.NodeModulesConfig{ObjectMeta: metav1.ObjectMeta{Name: "n"}}}, variant.SlowAfterRestart, false, false},
+		{"a restart: a status is there", []client.Object{written}, variant.SlowAfterRestart, true, true},
+		{"the correct reconciler", []client.Object{written}, variant.None, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Reconciler{Variant: tc.variant, Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objs...).Build()}
+			r.vs.startedAt = time.Now()
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			err := r.variantWait(ctx)
+			if held := err != nil; held != tc.held {
+				t.Errorf("variantWait = %v, want held %v", err, tc.held)
+			}
+			if r.vs.restarted != tc.restarted {
+				t.Errorf("restarted %v, want %v", r.vs.restarted, tc.restarted)
+			}
+		})
 	}
 }

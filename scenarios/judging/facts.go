@@ -101,9 +101,15 @@ type Wait struct {
 	Worker  WorkerMatch
 	Start   time.Time
 	Timeout time.Duration
-	// Why says how Timeout was chosen: "the reload bound (...)", "the
-	// deadline", "its timeout".
+	// Why says how Timeout was chosen: "the scenario's deadline", "its
+	// timeout".
 	Why string
+	// SLO (WaitReload) is the service level of the wait's reloads: one
+	// that comes later than SLO after the window opened (Start, or the
+	// new boot showing if later) is late (reload-slo); SLOWhy says how
+	// it was chosen.
+	SLO    time.Duration
+	SLOWhy string
 	// End is when the poll stopped (zero while it runs).
 	End time.Time
 	// Last is each node's observed state when the wait stopped, for

@@ -246,8 +246,8 @@ func reloadFacts(waits ...Wait) Facts {
 func reloadWait(start, timeout, end float64) Wait {
 	return Wait{Kind: WaitReload, What: "wait-reloaded at line 9", Nodes: []string{"n0"},
 		Spec: map[string][]Module{"n0": {{Name: "dummy", ModuleName: "dummy"}}}, Start: at(start),
-		Timeout: time.Duration(timeout * float64(time.Second)), End: at(end), Why: "the reload bound: 10 x the slowest load measured, at least 5s; the first load took 0.50s",
-		Last: map[string]string{"n0": "Ready=True boot=b"}}
+		Timeout: time.Duration(timeout * float64(time.Second)), End: at(end), Why: "the scenario's deadline",
+		SLO: time.Second, SLOWhy: "10 x the slowest load measured, at least 1s; the first load took 0.50s", Last: map[string]string{"n0": "Ready=True boot=b"}}
 }
 
 // Reload is judged from the Record alone: loaded in the boot the node
@@ -349,17 +349,55 @@ func TestJudgeReload(t *testing.T) {
 			t.Errorf("message %q lacks %q", ok.Message, want)
 		}
 	}
-	if len(ok.Reloads) != 1 || ok.Reloads[0] != (ReloadLatency{Node: "n0", BootID: "b", LatencyMS: 750, WaitMS: 5000}) {
-		t.Errorf("reloads %+v, want n0 in b after 750ms, in a wait of 5s", ok.Reloads)
+	if len(ok.Reloads) != 1 || ok.Reloads[0] != (ReloadLatency{Node: "n0", BootID: "b", LatencyMS: 750, WindowMS: 750, SLOMS: 1000, WaitMS: 5000}) {
+		t.Errorf("reloads %+v, want n0 in b after 750ms, in a wait of 5s, within its service level of 1s", ok.Reloads)
 	}
 
 	failed := JudgeReload(reloadFacts(firstWait, reloadWait(12, 5, 17.2)), reloadRecord(truths[:3]...))
-	wantFail(t, failed, "1 module(s) not reloaded within 5s (the reload bound: 10 x the slowest load measured, at least 5s; the first load took 0.50s) in wait-reloaded at line 9 "+
+	wantFail(t, failed, "1 module(s) not reloaded within 5s (the scenario's deadline) in wait-reloaded at line 9 "+
 		"on node n0: module dummy not loaded in boot b (last state: Ready=True boot=b)")
 
 	noReboot := JudgeReload(reloadFacts(firstWait), reloadRecord(truths[:2]...))
 	if !noReboot.OK || !strings.Contains(noReboot.Message, "no reboot to reload after") {
 		t.Errorf("no reboot: %+v", noReboot)
+	}
+}
+
+// reload-slo judges the reloads that came against their wait's service
+// level, from the window's opening (the wait's start or the new boot
+// showing, whichever is later); a missed reload is reload's, and
+// reload-slo says it left it out.
+func TestJudgeReloadSLO(t *testing.T) {
+	truths := []TruthSeen{{At: at(1), BootID: "a"}, {At: at(2.5), BootID: "a", Modules: []string{"dummy"}}, {At: at(12), BootID: "b"},
+		{At: at(13.25), BootID: "b", Modules: []string{"dummy"}}}
+	firstWait := reloadWait(2, 30, 2.6)
+	for _, tc := range []struct {
+		name    string
+		wait    Wait
+		truths  []TruthSeen
+		ok      bool
+		message string
+		late    bool
+	}{
+		{"within", reloadWait(12, 5, 13.3), truths, true, "1 reload(s) within the service level; closest: node n0 boot b, 750 ms of 1.0 s", false},
+		{"late", func() Wait { w := reloadWait(12, 5, 13.3); w.SLO = 500 * time.Millisecond; return w }(), truths, false,
+			"1 of 1 reload(s) late on node n0: boot b: loaded 750 ms after its window opened, over the service level 500 ms (750 ms after the new boot showed)", true},
+		{"window opens at the wait's start when later than the boot", func() Wait { w := reloadWait(13, 5, 13.3); w.SLO = 300 * time.Millisecond; return w }(), truths, true,
+			"1 reload(s) within the service level; closest: node n0 boot b, 250 ms of 300 ms", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := JudgeReloadSLO(reloadFacts(firstWait, tc.wait), reloadRecord(tc.truths...))
+			if got.Name != AssertReloadSLO || got.OK != tc.ok || got.Message != tc.message || got.NotJudged != "" {
+				t.Errorf("got %+v\nwant ok=%v message %q", got, tc.ok, tc.message)
+			}
+			if tc.late && (len(got.Reloads) != 1 || !got.Reloads[0].Late || len(got.Details) != 1) {
+				t.Errorf("reloads %+v details %+v: want the late one marked", got.Reloads, got.Details)
+			}
+		})
+	}
+	missed := JudgeReloadSLO(reloadFacts(firstWait, reloadWait(12, 5, 17.2)), reloadRecord(truths[:3]...))
+	if !missed.OK || missed.NotJudged != "the reload missed in wait-reloaded at line 9 (see reload)" {
+		t.Errorf("missed: %+v, want it left to reload", missed)
 	}
 }
 

@@ -22,7 +22,9 @@ const (
 // initial-load and worker judge the waits that bring a case to the state
 // its disruptions are about: the reload waits before the case's first
 // node disruption (the subject's first load) and the worker-pod waits.
-// reload judges the reload waits after a disruption. A case that fails
+// reload judges the reload waits after a disruption: a reload that never
+// came by a wait's timeout is missed; reload-slo judges the ones that
+// came against the subject's service level: a reload after it is late. A case that fails
 // initial-load or worker never reached that state, so what its later
 // assertions saw says nothing about reboots: Decide accepts an expected
 // failure through them only where the expectation names them
@@ -32,8 +34,11 @@ const (
 	AssertInitialLoad  = "initial-load"
 	AssertWorker       = "worker"
 	AssertReload       = "reload"
-	AssertNoExtraWork  = "no-extra-work"
-	AssertConsistency  = "consistency"
+	// AssertReloadSLO: every reload that came, came within the
+	// service level (see JudgeReloadSLO).
+	AssertReloadSLO   = "reload-slo"
+	AssertNoExtraWork = "no-extra-work"
+	AssertConsistency = "consistency"
 	// AssertStatusAfterLoad: no status claim leads the kernel (see
 	// JudgeStatusAfterLoad).
 	AssertStatusAfterLoad = "status-after-load"
@@ -49,7 +54,7 @@ var Prerequisites = []string{AssertInitialLoad, AssertWorker}
 
 // Judged lists the assertions a subject can fail through: a violated
 // precondition makes the run invalid (an error), never a failure.
-var Judged = []string{AssertInitialLoad, AssertWorker, AssertReload, AssertNoExtraWork, AssertConsistency, AssertStatusAfterLoad,
+var Judged = []string{AssertInitialLoad, AssertWorker, AssertReload, AssertReloadSLO, AssertNoExtraWork, AssertConsistency, AssertStatusAfterLoad,
 	AssertWorkersFinish}
 
 // Precondition is what a scenario claims about the nodes' Ready
@@ -99,9 +104,17 @@ type ReloadLatency struct {
 	// LatencyMS is from the new boot being visible in the API to every
 	// module of the node's spec loaded in it (the kernel's ground truth).
 	LatencyMS int64 `json:"latency_ms"`
-	// WaitMS is the timeout of the wait that saw the reload (the reload
-	// bound, or the wait's own timeout when shorter); LatencyMS over it
-	// is how close the reload came to failing.
+	// WindowMS is from the reload's window opening (the new boot
+	// visible, the subject able to act: see Wait.SLO) to the same load:
+	// what the service level judges.
+	WindowMS int64 `json:"window_ms"`
+	// SLOMS is the service level the reload was judged against; Late
+	// says it came after it.
+	SLOMS int64 `json:"slo_ms,omitempty"`
+	Late  bool  `json:"late,omitempty"`
+	// WaitMS is the timeout of the wait that saw the reload (the
+	// scenario's deadline, or the wait's own): a reload not there by
+	// then is missed.
 	WaitMS int64 `json:"wait_ms,omitempty"`
 }
 

@@ -231,23 +231,73 @@ func JudgeWorkerWaits(f Facts, r Record) AssertionResult {
 }
 
 // JudgeReload is the reload assertion: every reload wait after the
-// case's first node disruption held. Its message names the bound and,
-// when it holds, the first load and each node's reload latency; when it
-// fails, the first wait that did not hold and what was missing.
+// case's first node disruption held, so no reload was missed. Its message
+// names, when it holds, the first load and each node's reload latency;
+// when it fails, the first wait that did not hold and what was missing.
 func JudgeReload(f Facts, r Record) AssertionResult {
 	res := AssertionResult{Name: AssertReload, OK: true}
-	var reloads []ReloadLatency
+	reloads, waits, missed, jr := judgeReloadWaits(f, r)
+	if missed != nil {
+		res.OK = false
+		res.Message, res.Details = waitFailure(*missed, jr)
+		return res
+	}
+	res.Reloads = reloads
+	res.Message = reloadSummary(waits, f.FirstLoad, reloads)
+	return res
+}
+
+// JudgeReloadSLO is the reload-slo assertion: every reload that came (a
+// node's modules loaded in a new boot, in a reload wait that held) came
+// within its wait's service level after its window opened (Wait.SLO).
+// A reload that never came is reload's to judge: a case that missed one
+// is judged here on the reloads before it, and says so.
+func JudgeReloadSLO(f Facts, r Record) AssertionResult {
+	res := AssertionResult{Name: AssertReloadSLO, OK: true}
+	reloads, _, missed, _ := judgeReloadWaits(f, r)
+	if missed != nil {
+		res.NotJudged = "the reload missed in " + missed.What + " (see reload)"
+	}
+	var late []Detail
+	var worst *ReloadLatency
+	for i, rl := range reloads {
+		if rl.Late {
+			late = append(late, Detail{Node: rl.Node, Evidence: fmt.Sprintf("boot %s: loaded %s after its window opened, over the service level %s (%s after the new boot showed)",
+				Short(rl.BootID), HumanMS(rl.WindowMS), HumanMS(rl.SLOMS), HumanMS(rl.LatencyMS))})
+		}
+		if worst == nil || float64(rl.WindowMS)/float64(max(rl.SLOMS, 1)) > float64(worst.WindowMS)/float64(max(worst.SLOMS, 1)) {
+			worst = &reloads[i]
+		}
+	}
+	res.Reloads = reloads
+	if len(late) > 0 {
+		res.OK = false
+		res.Details = late
+		res.Message = Summarize(fmt.Sprintf("%d of %d reload(s) late", len(late), len(reloads)), late)
+		return res
+	}
+	if worst == nil {
+		res.Message = "no reload to judge"
+		return res
+	}
+	res.Message = fmt.Sprintf("%d reload(s) within the service level; closest: node %s boot %s, %s of %s", len(reloads), worst.Node, Short(worst.BootID),
+		HumanMS(worst.WindowMS), HumanMS(worst.SLOMS))
+	return res
+}
+
+// judgeReloadWaits judges the reload waits after the case's first node
+// disruption in order, up to the first that did not hold (missed, with
+// its result jr): the reloads they saw (each node's first in each new
+// boot) and how many held.
+func judgeReloadWaits(f Facts, r Record) (reloads []ReloadLatency, waits int, missed *Wait, jr WaitResult) {
 	seen := map[string]bool{}
-	waits := 0
-	for _, w := range f.Waits {
+	for i, w := range f.Waits {
 		if w.Kind != WaitReload || f.InitialWait(w) {
 			continue
 		}
-		jr := JudgeWait(f, r, w)
+		jr = JudgeWait(f, r, w)
 		if !jr.Held {
-			res.OK = false
-			res.Message, res.Details = waitFailure(w, jr)
-			return res
+			return reloads, waits, &f.Waits[i], jr
 		}
 		waits++
 		for _, nl := range jr.Nodes {
@@ -256,13 +306,13 @@ func JudgeReload(f Facts, r Record) AssertionResult {
 				continue
 			}
 			seen[key] = true
-			reloads = append(reloads, ReloadLatency{Node: nl.Node, BootID: nl.Boot, LatencyMS: max(0, nl.Loaded.Sub(r.Visible(nl.Node, nl.Boot)).Milliseconds()),
-				WaitMS: w.Timeout.Milliseconds()})
+			visible := r.Visible(nl.Node, nl.Boot)
+			window := max(0, nl.Loaded.Sub(Later(visible, w.Start)))
+			reloads = append(reloads, ReloadLatency{Node: nl.Node, BootID: nl.Boot, LatencyMS: max(0, nl.Loaded.Sub(visible).Milliseconds()),
+				WindowMS: window.Milliseconds(), SLOMS: w.SLO.Milliseconds(), Late: w.SLO > 0 && window > w.SLO, WaitMS: w.Timeout.Milliseconds()})
 		}
 	}
-	res.Reloads = reloads
-	res.Message = reloadSummary(waits, f.FirstLoad, reloads)
-	return res
+	return reloads, waits, nil, jr
 }
 
 // Visible is when node's boot became visible: in its Node status, else
