@@ -129,10 +129,10 @@ func TestSlowAfterRestart(t *testing.T) {
 	written := &kmmv1beta1.NodeModulesConfig{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
 	written.Status.Modules = []kmmv1beta1.NodeModuleStatus{{BootID: "a"}}
 	for _, tc := range []struct {
-		name     string
-		objs     []client.Object
-		variant  variant.Name
-		held     bool
+		name      string
+		objs      []client.Object
+		variant   variant.Name
+		held      bool
 		restarted bool
 	}{
 		{"first start: no status", []client.Object{&kmmv1beta1.NodeModulesConfig{ObjectMeta: metav1.ObjectMeta{Name: "n"}}}, variant.SlowAfterRestart, false, false},
