@@ -521,7 +521,7 @@ func (c *caseRun) runWait(ctx context.Context, w judging.Wait) error {
 	}
 	base := c.baseBoots()
 	c.reload.firstLoaded(jr, base)
-	c.reload.reloaded(jr, rec, base)
+	c.reload.reloaded(jr, rec, base, w.Start)
 	return nil
 }
 

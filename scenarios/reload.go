@@ -26,7 +26,7 @@ import (
 // loaded on every node, each in the boot it had at the start), a reload
 // is late after FirstLoadTimes x the slowest load the case measured of
 // this subject so far (that first load, or a reload an earlier wait saw:
-// a node's new boot visible -> its modules loaded in it), never under
+// its window's opening -> the node's modules loaded in its new boot), never under
 // AtLeast; before the first load was measured, after AtLeast. The floor
 // is what a correct operator meets after controller-runtime's default
 // per-item backoff (5 ms doubling: 10.24 s after eleven failed tries in
@@ -118,7 +118,8 @@ type reloadMeter struct {
 	subjectAt time.Time
 	firstLoad time.Duration
 	// slowestReload is the slowest reload a held reload wait measured so
-	// far (a node's new boot visible -> its modules loaded in it).
+	// far (its window's opening -> the node's modules loaded in its new
+	// boot).
 	slowestReload time.Duration
 }
 
@@ -175,11 +176,12 @@ func (m *reloadMeter) slo(bound ReloadBound, grace, fixed time.Duration, setBy s
 	return bound.Resolve(max(first, slowest), grace), fmt.Sprintf("%s; %s", bound, measured)
 }
 
-// reloaded records the slowest reload of a held reload wait: for each
-// node in another boot than base, the one it had at the start, from the
-// new boot first visible to its modules loaded in it (as judging.JudgeReload
-// reports reload latencies).
-func (m *reloadMeter) reloaded(jr judging.WaitResult, r judging.Record, base map[string]string) {
+// reloaded records the slowest reload of a held reload wait that
+// started at start: for each node in another boot than base, the one it
+// had at the start, from its window's opening (the new boot first
+// visible, or the wait's start when later, as judging.JudgeReloadSLO
+// measures it) to its modules loaded in it.
+func (m *reloadMeter) reloaded(jr judging.WaitResult, r judging.Record, base map[string]string, start time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, nl := range jr.Nodes {
@@ -190,7 +192,7 @@ func (m *reloadMeter) reloaded(jr judging.WaitResult, r judging.Record, base map
 		if from.IsZero() {
 			continue
 		}
-		m.slowestReload = max(m.slowestReload, nl.Loaded.Sub(from))
+		m.slowestReload = max(m.slowestReload, nl.Loaded.Sub(judging.Later(from, start)))
 	}
 }
 
