@@ -29,10 +29,16 @@ type podLogs struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// opening counts the streams asked for and not open yet: Close lets
+	// them open (up to closeGrace) before it cancels, so a container
+	// instance seen just before the end still has its log kept.
+	opening sync.WaitGroup
 
 	mu   sync.Mutex
 	f    *os.File
 	seen map[string]bool // container instances followed: pod/container/containerID
+	// closing: Close began, nothing more is followed.
+	closing bool
 }
 
 // newPodLogs opens path (appending) for the logs of namespace ns's pods
@@ -68,16 +74,18 @@ func (l *podLogs) observe(p *corev1.Pod) {
 func (l *podLogs) follow(pod, container, id string, previous bool) {
 	key := pod + "/" + container + "/" + id
 	l.mu.Lock()
-	if l.seen[key] || l.ctx.Err() != nil {
+	if l.seen[key] || l.closing {
 		l.mu.Unlock()
 		return
 	}
 	l.seen[key] = true
+	l.opening.Add(1)
 	l.mu.Unlock()
 	l.wg.Go(func() {
 		opts := &corev1.PodLogOptions{Container: container, Timestamps: true, Previous: previous, Follow: !previous,
 			SinceTime: &metav1.Time{Time: l.since}}
 		rc, err := l.cs.CoreV1().Pods(l.ns).GetLogs(pod, opts).Stream(l.ctx)
+		l.opening.Done()
 		if err != nil {
 			if l.ctx.Err() == nil {
 				l.note("# bootproof: cannot read the log of %s/%s (container %s): %v", pod, container, id, err)
@@ -110,8 +118,26 @@ func (l *podLogs) note(format string, args ...any) {
 	fmt.Fprintf(l.f, format+"\n", args...)
 }
 
-// Close stops following, waits for the streams and closes the file.
+// closeGrace is how long Close waits for the streams asked for to open.
+const closeGrace = 5 * time.Second
+
+// Close stops following, once the streams asked for opened (at most
+// closeGrace), waits for the streams and closes the file.
 func (l *podLogs) Close() error {
+	l.mu.Lock()
+	l.closing = true
+	l.mu.Unlock()
+	opened := make(chan struct{})
+	go func() {
+		l.opening.Wait()
+		close(opened)
+	}()
+	t := time.NewTimer(closeGrace)
+	select {
+	case <-opened:
+	case <-t.C:
+	}
+	t.Stop()
 	l.cancel()
 	l.wg.Wait()
 	l.mu.Lock()
