@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -110,6 +111,9 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 		OnPanic:                 o.OnPanic,
 		Variant:                 variant.Name(o.Variant),
+	}
+	if o.LeaderElection {
+		r.LeaderLease = types.NamespacedName{Namespace: o.LeaderElectionNamespace, Name: o.LeaderElectionID}
 	}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("set up reconciler: %w", err)

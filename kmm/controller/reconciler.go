@@ -86,6 +86,9 @@ type Reconciler struct {
 	// detector and boot-source variants are set through Detector and
 	// BootSource (kmm.NewManager does).
 	Variant variant.Name
+	// LeaderLease is the Lease the manager elects its leader with (empty:
+	// it elects none); only slow-after-restart reads it.
+	LeaderLease types.NamespacedName
 
 	// seen holds, per NMC name, the resourceVersion of the newest state
 	// of the NMC the reconciler knows of (its own status write, or an API

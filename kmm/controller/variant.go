@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,11 +39,12 @@ type variantState struct {
 	// startedAt is when the reconciler was set up (slow-start,
 	// slow-after-restart).
 	startedAt time.Time
-	// restarted, once checked, says whether the cluster held a
-	// NodeModulesConfig status at the first reconcile
+	// restarted, once checked, says whether the leader Lease had another
+	// holder before this instance, firstAt when its first reconcile was
 	// (slow-after-restart).
 	restartOnce sync.Once
 	restarted   bool
+	firstAt     time.Time
 	// bootSeen holds, per node and module, the boot the reconciler last
 	// saw the node in (update-events-only).
 	bootSeen sync.Map
@@ -73,9 +75,10 @@ func (r *Reconciler) is(n variant.Name) bool { return r.Variant == n }
 
 // variantWait holds a reconcile back as the slow variants do: 2 s each
 // (slow-reconcile), until 8 s after the reconciler's start (slow-start),
-// or until 10 s after it when the cluster held a NodeModulesConfig status
-// at its first reconcile: a start that is not the first
-// (slow-after-restart). It returns ctx's error if ctx ends first.
+// or until 10 s after its first reconcile when its leader Lease had
+// another holder before it: a start that is not the first, whose caches
+// sync slowly once it leads (slow-after-restart). It returns ctx's
+// error if ctx ends first.
 func (r *Reconciler) variantWait(ctx context.Context) error {
 	var d time.Duration
 	switch {
@@ -84,9 +87,9 @@ func (r *Reconciler) variantWait(ctx context.Context) error {
 	case r.is(variant.SlowStart):
 		d = time.Until(r.vs.startedAt.Add(slowStartDelay))
 	case r.is(variant.SlowAfterRestart):
-		r.vs.restartOnce.Do(func() { r.vs.restarted = r.statusWritten(ctx) })
+		r.vs.restartOnce.Do(func() { r.vs.restarted, r.vs.firstAt = r.leaderBefore(ctx), time.Now() })
 		if r.vs.restarted {
-			d = time.Until(r.vs.startedAt.Add(slowRestartDelay))
+			d = time.Until(r.vs.firstAt.Add(slowRestartDelay))
 		}
 	}
 	if d <= 0 {
@@ -102,20 +105,19 @@ func (r *Reconciler) variantWait(ctx context.Context) error {
 	}
 }
 
-// statusWritten reports whether some NodeModulesConfig has a module in
-// its status: what an earlier instance of the reconciler wrote.
-func (r *Reconciler) statusWritten(ctx context.Context) bool {
-	var list kmmv1beta1.NodeModulesConfigList
-	if err := r.Client.List(ctx, &list); err != nil {
-		logr.FromContextOrDiscard(ctx).Error(err, "slow-after-restart: list nodemodulesconfigs; taken for a restart")
+// leaderBefore reports whether its leader Lease had another holder
+// before this instance took it (a leader transition recorded): a start
+// that is not the first.
+func (r *Reconciler) leaderBefore(ctx context.Context) bool {
+	if r.LeaderLease.Name == "" {
+		return false
+	}
+	var l coordinationv1.Lease
+	if err := r.APIReader.Get(ctx, r.LeaderLease, &l); err != nil {
+		logr.FromContextOrDiscard(ctx).Error(err, "slow-after-restart: read the leader Lease; taken for a restart", "lease", r.LeaderLease)
 		return true
 	}
-	for _, nmc := range list.Items {
-		if len(nmc.Status.Modules) > 0 {
-			return true
-		}
-	}
-	return false
+	return l.Spec.LeaseTransitions != nil && *l.Spec.LeaseTransitions > 0
 }
 
 // rebootedSinceSeen is update-events-only's detector: a node rebooted when

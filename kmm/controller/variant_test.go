@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -119,29 +120,32 @@ func TestStaleBootCache(t *testing.T) {
 }
 
 // TestSlowAfterRestart: slow-after-restart holds its reconciles back for
-// 10 s after its start when the cluster already holds a status it wrote
-// (a start that is not the first), and not on its first start.
+// 10 s after its first reconcile when its leader Lease had another holder
+// before it (a start that is not the first), and not on its first start.
 func TestSlowAfterRestart(t *testing.T) {
 	scheme := runtime.NewScheme()
-	if err := kmmv1beta1.AddToScheme(scheme); err != nil {
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	written := &kmmv1beta1.NodeModulesConfig{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
-	written.Status.Modules = []kmmv1beta1.NodeModuleStatus{{BootID: "a"}}
+	lease := func(transitions int32) client.Object {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "lock"}, Spec: coordinationv1.LeaseSpec{LeaseTransitions: &transitions}}
+	}
+	ref := types.NamespacedName{Namespace: "ns", Name: "lock"}
 	for _, tc := range []struct {
 		name      string
-		objs      []client.Object
+		lease     client.Object
 		variant   variant.Name
 		held      bool
 		restarted bool
 	}{
-		{"first start: no status", []client.Object{&kmmv1beta1.NodeModulesConfig{ObjectMeta: metav1.ObjectMeta{Name: "n"}}}, variant.SlowAfterRestart, false, false},
-		{"a restart: a status is there", []client.Object{written}, variant.SlowAfterRestart, true, true},
-		{"the correct reconciler", []client.Object{written}, variant.None, false, false},
+		{"first start: no transition", lease(0), variant.SlowAfterRestart, false, false},
+		{"a restart: the Lease changed hands", lease(1), variant.SlowAfterRestart, true, true},
+		{"the correct reconciler", lease(1), variant.None, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &Reconciler{Variant: tc.variant, Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objs...).Build()}
-			r.vs.startedAt = time.Now()
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.lease).Build()
+			r := &Reconciler{Variant: tc.variant, Client: c, APIReader: c, LeaderLease: ref}
+			r.vs.startedAt = time.Now().Add(-time.Minute) // long set up: the delay counts from the first reconcile
 			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 			defer cancel()
 			err := r.variantWait(ctx)

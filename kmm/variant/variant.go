@@ -97,10 +97,10 @@ const (
 	// SlowStart needs 8 s from its start to its first reconcile, with
 	// leader election on (the Lease handed over on every restart).
 	SlowStart Name = "slow-start"
-	// SlowAfterRestart needs 10 s from its start to its first
-	// reconcile on every start but the first (a cache sync that is slow
-	// once the cluster holds what it wrote: it finds a NodeModulesConfig
-	// status at its start), leader election on.
+	// SlowAfterRestart holds its reconciles back for 10 s from its first
+	// one on every start but the first (a cache sync that is slow, once
+	// it leads, when the cluster holds what it wrote: it finds a
+	// NodeModulesConfig status then), leader election on.
 	SlowAfterRestart Name = "slow-after-restart"
 	// LeaseKept elects a leader and keeps the Lease when it stops
 	// (controller-runtime's default, LeaderElectionReleaseOnCancel false,
@@ -144,7 +144,7 @@ var All = []Variant{
 	{SlowReconcile, Slow, "waits 2 s in every reconcile"},
 	{SlowPodStart, Slow, "its loader pods take 3 s longer to start on the node"},
 	{SlowStart, Slow, "needs 8 s from start to its first reconcile, leader election on"},
-	{SlowAfterRestart, Slow, "needs 10 s from start to its first reconcile on every start but the first, leader election on"},
+	{SlowAfterRestart, Slow, "10 s more before it acts on every start but the first (once it leads), leader election on"},
 	{LeaseKept, Slow, "leader election on, the Lease kept when it stops: a restarted instance waits up to 15 s for it"},
 	{RefusedStatusPatches, Slow, "the API server refuses its first two status patches after each reboot; default requeue backoff"},
 }
