@@ -249,13 +249,6 @@ func scriptedFastReboot(deadline time.Duration) *Scenario {
 			{Kind: ActWaitReloaded, Line: 3}}}
 }
 
-// runScripted runs one fast reboot with a subject that loads after
-// firstLoad and reloads after reloadAfter, expected to get exp.
-func runScripted(t *testing.T, firstLoad, reloadAfter time.Duration, exp Expectation) CaseResult {
-	t.Helper()
-	return runScriptedScenario(t, scriptedFastReboot(20*time.Second), firstLoad, reloadAfter, exp)
-}
-
 // runScriptedScenario runs s with a subject that loads after firstLoad
 // and reloads after reloadAfter, expected to get exp; opts change the
 // engine first.
