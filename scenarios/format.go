@@ -31,9 +31,10 @@ type Scenario struct {
 	Precondition Precondition `yaml:"precondition"`
 	// Deadline bounds every wait-reloaded; default 30s.
 	Deadline Duration `yaml:"deadline"`
-	// ReloadBound cuts the reload waits once the case's first load was
-	// measured, the same for every subject; default {firstLoadTimes: 10,
-	// atLeast: 5s}.
+	// ReloadBound is the rule of the reload service level (a reload
+	// later than it is late: reload-slo), the same for every subject that
+	// sets no level of its own; default {firstLoadTimes: 10, atLeast:
+	// 15s}. It never ends a wait: Deadline does.
 	ReloadBound ReloadBound `yaml:"reloadBound"`
 	// Expect is the outcome each subject should get: pass, fail, or
 	// fail through named assertions (fail:reload).

@@ -105,9 +105,9 @@ func (c *caseRun) fixedSLO() (time.Duration, string) {
 	return 0, ""
 }
 
-// reloadMeter is the case's side of the reload bound: when the subject
-// started, how long its first load took and the slowest reload a held
-// wait measured, and the timeouts and result they give. Its numbers are
+// reloadMeter is the case's side of the reload service level: when the
+// subject started, how long its first load took and the slowest reload a
+// held wait measured, and the levels and result they give. Its numbers are
 // what the subject did, whatever it is expected to do. It has its own
 // lock, never held while caseRun's is taken.
 type reloadMeter struct {

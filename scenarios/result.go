@@ -62,8 +62,9 @@ type CaseResult struct {
 	StartedAt     time.Time `json:"started_at,omitzero"`
 	DurationMS    int64     `json:"duration_ms"`
 	GracePeriodMS int64     `json:"grace_period_ms"`
-	// ReloadBound is the reload service level the case judged with, the same for every
-	// subject (nil for a case that did not run).
+	// ReloadBound is the reload service level the case judged with: the
+	// scenario's rule, the same for every subject, or the level the
+	// subject or the run set (nil for a case that did not run).
 	ReloadBound *ReloadBoundResult `json:"reload_bound,omitempty"`
 	Assertions  []AssertionResult  `json:"assertions"`
 	Reboots     []RebootMetric     `json:"reboots"`
