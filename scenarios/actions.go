@@ -360,10 +360,15 @@ func (c *caseRun) doDeleteNMC(ctx context.Context, a Action) error {
 func ptrTo[T any](v T) *T { return &v }
 
 // doUpdateKernel writes the kernel version each targeted node now runs
-// into its NodeModulesConfig.
+// into its NodeModulesConfig, read from its Node status once that shows
+// the new boot of its last reboot: a reboot's end can come before the
+// kubelet posts the new boot and its kernel, and the old kernel's version
+// written then asks for a module no loader can load in the new kernel
+// (a known-good subject failed kernel-upgrade-on-reboot so, now and then).
 func (c *caseRun) doUpdateKernel(ctx context.Context, a Action) error {
 	nodes := c.targets(a.On)
 	c.dis.wait(nodes)
+	c.awaitNewBoots(ctx, nodes, c.s.Deadline.Resolve(c.grace))
 	for _, n := range nodes {
 		kv := c.obs.Snapshot(n).KernelVersion
 		c.mu.Lock()
