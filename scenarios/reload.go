@@ -179,8 +179,8 @@ func (m *reloadMeter) slo(bound ReloadBound, grace, fixed time.Duration, setBy s
 // reloaded records the slowest reload of a held reload wait that
 // started at start: for each node in another boot than base, the one it
 // had at the start, from its window's opening (the new boot first
-// visible, or the wait's start when later, as judging.JudgeReloadSLO
-// measures it) to its modules loaded in it.
+// visible, or the wait's start when later: judging.Record.ReloadWindow,
+// as reload-slo measures it) to its modules loaded in it.
 func (m *reloadMeter) reloaded(jr judging.WaitResult, r judging.Record, base map[string]string, start time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -188,11 +188,10 @@ func (m *reloadMeter) reloaded(jr judging.WaitResult, r judging.Record, base map
 		if nl.Boot == base[nl.Node] || nl.Loaded.IsZero() {
 			continue
 		}
-		from := r.Visible(nl.Node, nl.Boot)
-		if from.IsZero() {
+		if r.Visible(nl.Node, nl.Boot).IsZero() {
 			continue
 		}
-		m.slowestReload = max(m.slowestReload, nl.Loaded.Sub(judging.Later(from, start)))
+		m.slowestReload = max(m.slowestReload, r.ReloadWindow(nl, start))
 	}
 }
 

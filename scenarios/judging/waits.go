@@ -307,12 +307,20 @@ func judgeReloadWaits(f Facts, r Record) (reloads []ReloadLatency, waits int, mi
 			}
 			seen[key] = true
 			visible := r.Visible(nl.Node, nl.Boot)
-			window := max(0, nl.Loaded.Sub(Later(visible, w.Start)))
+			window := r.ReloadWindow(nl, w.Start)
 			reloads = append(reloads, ReloadLatency{Node: nl.Node, BootID: nl.Boot, LatencyMS: max(0, nl.Loaded.Sub(visible).Milliseconds()),
 				WindowMS: window.Milliseconds(), SLOMS: w.SLO.Milliseconds(), Late: w.SLO > 0 && window > w.SLO, WaitMS: w.Timeout.Milliseconds()})
 		}
 	}
 	return reloads, waits, nil, jr
+}
+
+// ReloadWindow is how long node load nl of a reload wait that started
+// at start took from its window's opening (the new boot visible, or the
+// wait's start when later) to its modules loaded: what reload-slo judges
+// and what widens the next reload's service level.
+func (r Record) ReloadWindow(nl NodeLoad, start time.Time) time.Duration {
+	return max(0, nl.Loaded.Sub(Later(r.Visible(nl.Node, nl.Boot), start)))
 }
 
 // Visible is when node's boot became visible: in its Node status, else
