@@ -388,7 +388,7 @@ func (c *caseRun) wrapSubject(what string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return &subjectError{fmt.Errorf("%s subject %s: %w", what, c.subj.Name(), err)}
+	return &subjectError{err: fmt.Errorf("%s subject %s: %w", what, c.subj.Name(), err)}
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

@@ -146,6 +146,9 @@ func (e *Engine) Run(ctx context.Context, s *Scenario, subj Subject) CaseResult 
 	err := c.run(ctx)
 	failedAt := c.failureTime()
 	err = c.laterFault(err, failedAt, &res)
+	if err = c.ownStop(err, failedAt); err == errAborted {
+		failedAt = c.failureTime()
+	}
 	if ctx.Err() == nil && !c.baseAt.IsZero() {
 		// A cluster fault overlapping the case stands before any verdict
 		// (and before the errors it caused); one after an assertion
@@ -198,6 +201,26 @@ func (c *caseRun) laterFault(err error, failedAt time.Time, res *CaseResult) err
 	}
 	res.Notes = append(res.Notes, fmt.Sprintf("after an assertion failed (at %.1fs), the subject faulted too: %s", failedAt.Sub(c.start).Seconds(), subjErr.Error()))
 	return nil
+}
+
+// ownStop turns a stop of the subject's own doing (OwnFault), seen
+// before any judged assertion failed, into the failure of subject-runs,
+// at the time the case saw it, and returns errAborted; any other error it
+// returns unchanged. A cluster fault before the stop (an API server down
+// long enough for the operator to give up its leadership and exit, say)
+// still makes the case an error (see Run): the operator's exit was then
+// not its own defect.
+func (c *caseRun) ownStop(err error, failedAt time.Time) error {
+	var subjErr *subjectError
+	if err == nil || !failedAt.IsZero() || !errors.As(err, &subjErr) || !subjErr.own() {
+		return err
+	}
+	c.results = append(c.results, judging.JudgeSubjectRuns(subjErr.Error(), subjErr.at.Sub(c.start)))
+	c.noteFailure(subjErr.at)
+	if c.obs != nil {
+		c.obs.Action("", "", judging.AssertSubjectRuns+": "+subjErr.Error())
+	}
+	return errAborted
 }
 
 // decide is the case's verdict (judging.Decide) on its assertions and

@@ -244,7 +244,7 @@ func TestJudge(t *testing.T) {
 		{"precondition violated is an error for legacy too", failReload, badPre, nil, Error, Error, "invalid run: NotReady seen"},
 		{"infrastructure fault", pass, nil, &infraError{errors.New("apiserver gone")}, Error, Error, "infrastructure fault: apiserver gone"},
 		{"infrastructure fault never fails as expected", fail, failed, &infraError{errors.New("apiserver gone")}, Error, Error, "infrastructure fault"},
-		{"subject exited", fail, failed, fmt.Errorf("actions[1]: %w", &subjectError{errors.New("subject op stopped during the case: exit status 2")}), Error, Error, "subject fault: subject op stopped"},
+		{"subject exited", fail, failed, fmt.Errorf("actions[1]: %w", &subjectError{err: errors.New("subject op stopped during the case: exit status 2")}), Error, Error, "subject fault: subject op stopped"},
 		{"missing capability", pass, nil, &skipError{"backend fake cannot reboot in mode panic"}, Skipped, Skipped, "cannot reboot in mode panic"},
 	}
 	for _, tc := range tests {

@@ -80,8 +80,23 @@ type Pauser interface {
 // HealthReporter is the optional capability of a subject instance that
 // can stop acting on its own: a process that exits, a manager that
 // returns an error. Err returns why, or nil while it runs or while the
-// harness paused it. A case whose subject stopped on its own is an
-// error, never a verdict.
+// harness paused it. A stop whose error is an OwnFault that says so,
+// before any judged assertion failed, fails the case through
+// subject-runs; any other stop is an error of the case (a subject fault:
+// killed from outside, as far as anyone can tell), never a verdict.
 type HealthReporter interface {
 	Err() error
+}
+
+// OwnFault is the optional interface of a HealthReporter's error (found
+// with errors.As) that says whether the subject stopped by its own doing:
+// its process exited by itself (whatever its status: an operator never
+// exits on its own), its reconciler panicked, its manager returned, its
+// container exited with a status of its own. A stop from outside (a
+// signal the harness did not send, the OOM killer, a deleted pod) is not
+// the subject's own: OwnFault returns false, or the error does not
+// implement it.
+type OwnFault interface {
+	error
+	OwnFault() bool
 }

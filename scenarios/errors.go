@@ -3,6 +3,7 @@ package scenarios
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // skipError marks a case the backend or subject cannot run.
@@ -32,7 +33,18 @@ func (e *interruptedError) Error() string { return NotRunInterrupted + ": " + e.
 // subjectError marks a subject that stopped acting on its own during the
 // case (its process exited, its manager failed) or could not be paused or
 // resumed: the case cannot be judged.
-type subjectError struct{ err error }
+type subjectError struct {
+	err error
+	// at is when the case first saw the stop (zero for a failed pause
+	// or resume).
+	at time.Time
+}
+
+// own reports whether the subject stopped by its own doing (OwnFault).
+func (e *subjectError) own() bool {
+	var of OwnFault
+	return !e.at.IsZero() && errors.As(e.err, &of) && of.OwnFault()
+}
 
 func (e *subjectError) Error() string { return e.err.Error() }
 func (e *subjectError) Unwrap() error { return e.err }
@@ -53,7 +65,7 @@ func (c *caseRun) subjectErr() error {
 		return nil
 	}
 	if err := h.Err(); err != nil {
-		return &subjectError{fmt.Errorf("subject %s stopped during the case: %w", c.subj.Name(), err)}
+		return &subjectError{err: fmt.Errorf("subject %s stopped during the case: %w", c.subj.Name(), err), at: time.Now()}
 	}
 	return nil
 }

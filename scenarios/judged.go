@@ -25,6 +25,7 @@ const (
 	AssertConsistency     = judging.AssertConsistency
 	AssertStatusAfterLoad = judging.AssertStatusAfterLoad
 	AssertWorkersFinish   = judging.AssertWorkersFinish
+	AssertSubjectRuns     = judging.AssertSubjectRuns
 )
 
 // Prerequisites and Judged: see judging.

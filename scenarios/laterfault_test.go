@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -22,6 +23,8 @@ import (
 type brokenSubject struct {
 	*scriptedSubject
 	faultAfter time.Duration
+	// own: the fault is the subject's own doing (OwnFault).
+	own bool
 }
 
 func (b brokenSubject) Start(ctx context.Context, req SubjectRequest) (SubjectInstance, error) {
@@ -46,24 +49,34 @@ func (b brokenSubject) Start(ctx context.Context, req SubjectRequest) (SubjectIn
 			return
 		}
 	}()
-	return &faulting{SubjectInstance: in, at: time.Now().Add(b.faultAfter), on: b.faultAfter > 0}, nil
+	return &faulting{SubjectInstance: in, at: time.Now().Add(b.faultAfter), on: b.faultAfter > 0, own: b.own}, nil
 }
 
 // faulting reports a fault of the subject's own from at on.
 type faulting struct {
 	SubjectInstance
-	at time.Time
-	on bool
-	n  atomic.Int32
+	at  time.Time
+	on  bool
+	own bool
+	n   atomic.Int32
 }
 
 func (f *faulting) Err() error {
 	if f.on && time.Now().After(f.at) {
 		f.n.Add(1)
-		return errors.New("its process ended on its own (exit status 2)")
+		if f.own {
+			return fmt.Errorf("manager: %w", ownStop{})
+		}
+		return errors.New("its process ended on its own (signal: killed)")
 	}
 	return nil
 }
+
+// ownStop is a stop of the subject's own doing.
+type ownStop struct{}
+
+func (ownStop) Error() string  { return "its process ended on its own (exit status 2)" }
+func (ownStop) OwnFault() bool { return true }
 
 // expectingSubject is a subject with an expectation of its own.
 type expectingSubject struct {
@@ -79,8 +92,9 @@ func (w *world) clients() (kubernetes.Interface, dynamic.Interface, error) { ret
 // failed, the verdict is fail through it, whatever happens later in the
 // case: a worker pod of the subject that never ends fails workers-finish
 // (an invalid run, an error, before), and a fault of the subject found
-// after the failure becomes a note. A fault before any failure is still
-// an error.
+// after the failure becomes a note. A stop of the subject's own doing
+// before any failure fails subject-runs; any other fault before any
+// failure is still an error.
 func TestSubjectFaultsAfterAFailureAreFailures(t *testing.T) {
 	t.Parallel()
 	pass := Expectation{Outcome: Pass, Source: "test"}
@@ -88,19 +102,22 @@ func TestSubjectFaultsAfterAFailureAreFailures(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		faultAfter  time.Duration
+		own         bool
 		wantVerdict string
 		wantMsg     string
 		wantFailed  []string
 		wantNote    string
 	}{
-		{"reload fails, worker never ends", 0, Fail, "reload: ", []string{AssertReload, AssertWorkersFinish}, ""},
-		{"reload fails, then the subject faults", 4500 * time.Millisecond, Fail, "reload: ", []string{AssertReload}, "after an assertion failed"},
-		{"the subject faults before any failure", time.Millisecond, Error, "subject fault: ", nil, ""},
+		{"reload fails, worker never ends", 0, false, Fail, "reload: ", []string{AssertReload, AssertWorkersFinish}, ""},
+		{"reload fails, then the subject faults", 4500 * time.Millisecond, false, Fail, "reload: ", []string{AssertReload}, "after an assertion failed"},
+		{"reload fails, then the subject stops on its own", 4500 * time.Millisecond, true, Fail, "reload: ", []string{AssertReload}, "after an assertion failed"},
+		{"the subject is stopped from outside before any failure", time.Millisecond, false, Error, "subject fault: ", nil, ""},
+		{"the subject stops on its own before any failure", time.Millisecond, true, Fail, "subject-runs: at 0.", []string{AssertSubjectRuns}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			w := newWorld(0)
-			subj := brokenSubject{scriptedSubject: &scriptedSubject{w: w, firstLoad: 200 * time.Millisecond, reloadAfter: time.Hour}, faultAfter: tc.faultAfter}
+			subj := brokenSubject{scriptedSubject: &scriptedSubject{w: w, firstLoad: 200 * time.Millisecond, reloadAfter: time.Hour}, faultAfter: tc.faultAfter, own: tc.own}
 			e := &Engine{Cluster: scriptedCluster{}, Backend: scriptedBackend{w}, SettleTimeout: time.Second, clients: w.clients}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()

@@ -164,11 +164,12 @@ func (d *Deployment) onPod(obj any) {
 	for _, cs := range p.Status.ContainerStatuses {
 		k := p.Name + "/" + cs.Name
 		if before, seen := d.restarts[k]; seen && cs.RestartCount > before {
-			why := "restarted"
+			why, own := "restarted", false
 			if t := cs.LastTerminationState.Terminated; t != nil {
 				why = fmt.Sprintf("restarted after %s (exit code %d)", t.Reason, t.ExitCode)
+				own = containerExitedByItself(t)
 			}
-			d.crashes = append(d.crashes, crash{at: time.Now(), err: fmt.Errorf("container %s of pod %s %s", cs.Name, p.Name, why)})
+			d.crashes = append(d.crashes, crash{at: time.Now(), own: own, err: fmt.Errorf("container %s of pod %s %s", cs.Name, p.Name, why)})
 		}
 		d.restarts[k] = cs.RestartCount
 	}
@@ -287,10 +288,18 @@ func (d *Deployment) crashedSince(t time.Time) error {
 	defer d.mu.Unlock()
 	for _, c := range d.crashes {
 		if !c.at.Before(t) {
-			return fmt.Errorf("%w at %s", c.err, c.at.Format("15:04:05"))
+			return &stopped{own: c.own, err: fmt.Errorf("%w at %s", c.err, c.at.Format("15:04:05"))}
 		}
 	}
 	return nil
+}
+
+// containerExitedByItself reports whether a container's termination was
+// an exit of its own: a status below 128 (128+N is signal N's: a kill
+// from outside, the kubelet's after a failed liveness probe included)
+// and not the OOM killer's.
+func containerExitedByItself(t *corev1.ContainerStateTerminated) bool {
+	return t.ExitCode < 128 && t.Reason != "OOMKilled" && t.Signal == 0
 }
 
 type deploymentInstance struct {

@@ -62,6 +62,30 @@ type Exec struct {
 type crash struct {
 	at  time.Time
 	err error
+	// own: the subject stopped by its own doing (scenarios.OwnFault).
+	own bool
+}
+
+// stopped is the error of a stop of the subject the harness did not ask
+// for; it implements scenarios.OwnFault.
+type stopped struct {
+	err error
+	own bool
+}
+
+func (s *stopped) Error() string  { return s.err.Error() }
+func (s *stopped) Unwrap() error  { return s.err }
+func (s *stopped) OwnFault() bool { return s.own }
+
+// exitedByItself reports whether a process's wait error (nil: exit
+// status 0) is an exit of its own, not a signal's.
+func exitedByItself(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return err == nil
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Exited()
 }
 
 type execProc struct {
@@ -268,7 +292,7 @@ func (x *Exec) wait(p *execProc, f *os.File) {
 	}
 	if !p.stopping {
 		fmt.Fprintf(f, "# bootproof: %s the process %s on its own\n", time.Now().Format(time.RFC3339), status)
-		x.crashes = append(x.crashes, crash{at: time.Now(), err: errors.New(status)})
+		x.crashes = append(x.crashes, crash{at: time.Now(), err: errors.New(status), own: exitedByItself(err)})
 		x.proc = nil
 	} else {
 		fmt.Fprintf(f, "# bootproof: %s stopped by the harness (%s)\n", time.Now().Format(time.RFC3339), status)
@@ -323,7 +347,7 @@ func (x *Exec) crashedSince(t time.Time) error {
 	defer x.mu.Unlock()
 	for _, c := range x.crashes {
 		if !c.at.Before(t) {
-			return fmt.Errorf("its process %s at %s; last lines of %s:\n%s", c.err, c.at.Format("15:04:05"), x.LogPath(), controlplane.TailFile(x.LogPath(), tailLines))
+			return &stopped{own: c.own, err: fmt.Errorf("its process %s at %s; last lines of %s:\n%s", c.err, c.at.Format("15:04:05"), x.LogPath(), controlplane.TailFile(x.LogPath(), tailLines))}
 		}
 	}
 	return nil

@@ -144,6 +144,10 @@ type ProcessExit struct {
 	Log, Tail string
 }
 
+// OwnFault implements scenarios.OwnFault: an exit by itself, not by a
+// signal, is the subject's own.
+func (e *ProcessExit) OwnFault() bool { return !e.Signaled }
+
 func (e *ProcessExit) Error() string {
 	return fmt.Sprintf("its process ended on its own (%s); last lines of %s:\n%s", e.Status, e.Log, e.Tail)
 }

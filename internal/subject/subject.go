@@ -214,7 +214,7 @@ func (in *instance) start() error {
 		if ctx.Err() == nil {
 			// Nobody stopped it: the manager gave up on its own.
 			in.mu.Lock()
-			in.failed = fmt.Errorf("its manager stopped on its own: %v", err)
+			in.failed = &stopped{own: true, err: fmt.Errorf("its manager stopped on its own: %v", err)}
 			in.mu.Unlock()
 		}
 		done <- err
@@ -229,7 +229,7 @@ func (in *instance) panicked(req reconcile.Request, v any) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if in.failed == nil {
-		in.failed = fmt.Errorf("its reconciler panicked on node %s: %v", req.Name, v)
+		in.failed = &stopped{own: true, err: fmt.Errorf("its reconciler panicked on node %s: %v", req.Name, v)}
 	}
 }
 

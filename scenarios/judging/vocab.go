@@ -46,6 +46,10 @@ const (
 	// (Succeeded, Failed or deleted) within the scenario's deadline after
 	// the timeline (see JudgeWorkersFinish).
 	AssertWorkersFinish = "workers-finish"
+	// AssertSubjectRuns: the subject did not stop by its own doing
+	// during the case (see JudgeSubjectRuns). It shows in a case's
+	// results only when it failed.
+	AssertSubjectRuns = "subject-runs"
 )
 
 // Prerequisites are the assertions about the state a case must reach
@@ -55,7 +59,7 @@ var Prerequisites = []string{AssertInitialLoad, AssertWorker}
 // Judged lists the assertions a subject can fail through: a violated
 // precondition makes the run invalid (an error), never a failure.
 var Judged = []string{AssertInitialLoad, AssertWorker, AssertReload, AssertReloadSLO, AssertNoExtraWork, AssertConsistency, AssertStatusAfterLoad,
-	AssertWorkersFinish}
+	AssertWorkersFinish, AssertSubjectRuns}
 
 // Precondition is what a scenario claims about the nodes' Ready
 // condition, which the precondition assertion checks: that the run
