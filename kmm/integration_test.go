@@ -533,3 +533,45 @@ func (e *env) waitUntainted(t *testing.T, name string) {
 		})
 	})
 }
+
+// Two replicas in one process elect a leader: exactly one of them holds
+// the Lease and reconciles (its log lines name it), the other only
+// waits, so a fresh spec gets one loader pod, not two.
+func TestTwoReplicasOneReconciles(t *testing.T) {
+	e := sharedEnv(t)
+	logs := newLogCapture(t)
+	n := e.newNode(t, "replicas", "boot-replicas-a")
+	const leaseName = "bootproof-kmm-two-replicas"
+	e.startController(t, kmm.Options{Replicas: 2, LeaderElection: true, LeaderElectionID: leaseName}, logs)
+
+	e.createNMC(t, n.name, moduleSpec("replica-mod", "registry.example/replica-mod:1"))
+	pod := e.waitPods(t, n.name, "replica-mod", load)
+	n.finish(t, pod, "boot-replicas-a")
+	e.waitStatus(t, n.name, "replica-mod", "recorded", func(s *kmmv1beta1.NodeModuleStatus) bool {
+		return s != nil && s.BootID == "boot-replicas-a"
+	})
+	e.waitPodGone(t, pod)
+	e.settle(t, logs, n.name, "boot-replicas-a", true)
+	e.assertPods(t, n.name, "replica-mod", load)
+
+	lease, err := e.adminC.CoordinationV1().Leases(kmm.DefaultLeaderElectionNamespace).Get(context.Background(), leaseName, metav1.GetOptions{})
+	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+		t.Fatalf("leader Lease %s: %v (held by %v)", leaseName, err, lease)
+	}
+	reconciled := map[any]int{}
+	logs.mu.Lock()
+	for _, le := range logs.entries {
+		if le.Msg == "reconciled" {
+			reconciled[le.Values["replica"]]++
+		}
+	}
+	logs.mu.Unlock()
+	if len(reconciled) != 1 {
+		t.Errorf("reconciles by replica: %v; want every one by the single leader", reconciled)
+	}
+	for r := range reconciled {
+		if r != float64(0) && r != float64(1) {
+			t.Errorf("reconciles logged by replica %v; want 0 or 1 (each replica's logger names it)", r)
+		}
+	}
+}

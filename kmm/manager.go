@@ -2,6 +2,7 @@ package kmm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -123,14 +124,73 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	return mgr, nil
 }
 
-// Run runs the reconciler until ctx ends; it returns nil then, or the
-// error that stopped the manager.
+// NewManagers returns one manager per replica (Options.Replicas), each
+// a reconciler of its own: its logger names its replica when there are
+// several, and only the first serves metrics and health probes (one
+// address cannot be bound twice).
+func NewManagers(ctx context.Context, cfg *rest.Config, o Options) ([]ctrl.Manager, error) {
+	o = o.Default()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	mgrs := make([]ctrl.Manager, o.Replicas)
+	for i := range mgrs {
+		oi := o
+		if o.Replicas > 1 {
+			oi.Logger = o.Logger.WithValues("replica", i)
+		}
+		if i > 0 {
+			oi.MetricsBindAddress, oi.HealthProbeBindAddress = "0", "0"
+		}
+		mgr, err := NewManager(ctx, cfg, oi)
+		if err != nil {
+			return nil, fmt.Errorf("replica %d: %w", i, err)
+		}
+		mgrs[i] = mgr
+	}
+	return mgrs, nil
+}
+
+// StartAll runs the managers until ctx ends, then returns nil; when one
+// stops on its own first (an error, its leadership lost), it stops the
+// others and returns what stopped it, naming its replica where there
+// are several.
+func StartAll(ctx context.Context, mgrs []ctrl.Manager) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type end struct {
+		i   int
+		err error
+	}
+	ends := make(chan end, len(mgrs))
+	for i, m := range mgrs {
+		go func() { ends <- end{i, m.Start(ctx)} }()
+	}
+	var first error
+	for range mgrs {
+		e := <-ends
+		if first == nil && ctx.Err() == nil {
+			first = e.err
+			if first == nil {
+				first = errors.New("stopped without an error")
+			}
+			if len(mgrs) > 1 {
+				first = fmt.Errorf("replica %d: %w", e.i, first)
+			}
+		}
+		cancel()
+	}
+	return first
+}
+
+// Run runs the reconciler's replicas until ctx ends; it returns nil
+// then, or the error that stopped one of them.
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {
-	mgr, err := NewManager(ctx, cfg, o)
+	mgrs, err := NewManagers(ctx, cfg, o)
 	if err != nil {
 		return err
 	}
-	if err := mgr.Start(ctx); err != nil {
+	if err := StartAll(ctx, mgrs); err != nil {
 		return fmt.Errorf("run nodemodulesconfig reconciler: %w", err)
 	}
 	return nil

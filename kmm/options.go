@@ -34,6 +34,8 @@ const (
 	DefaultBurst = 300
 	// DefaultMetricsBindAddress "0" turns the metrics endpoint off.
 	DefaultMetricsBindAddress = "0"
+	// MaxReplicas bounds Options.Replicas.
+	MaxReplicas = 5
 )
 
 // Options configure the reconciler's manager. The zero value is usable:
@@ -75,6 +77,12 @@ type Options struct {
 	// 15 s) before it may reconcile. Off by default: the Lease is given
 	// up on exit, so a restarted instance leads at once.
 	KeepLeaderLease bool
+	// Replicas runs that many instances of the reconciler in the process
+	// (--replicas), each with a manager, a cache and a leader-election
+	// identity of its own, as a Deployment's replicas would: one leads,
+	// the others wait to take over. Default 1, at most MaxReplicas; more
+	// than one needs LeaderElection.
+	Replicas int
 	// MetricsBindAddress serves Prometheus metrics (--metrics-bind-address);
 	// "0" turns them off.
 	MetricsBindAddress string
@@ -96,8 +104,9 @@ type Options struct {
 	// calibrate'. Empty (or "none") is the correct reconciler. The variant
 	// legacy-detector sets Detector to legacy, boot-from-node sets
 	// RecordBootFrom to node, slow-start turns LeaderElection on and
-	// lease-kept turns LeaderElection and KeepLeaderLease on; any other
-	// value of those is an error with a variant.
+	// lease-kept turns LeaderElection and KeepLeaderLease on, and
+	// two-replicas those and Replicas 2; any other value of those is an
+	// error with a variant.
 	Variant string
 	// Logger receives the manager's and the reconciler's logs.
 	Logger logr.Logger
@@ -148,6 +157,14 @@ func (o Options) Default() Options {
 		o.LeaderElection = true
 	case variant.LeaseKept:
 		o.LeaderElection, o.KeepLeaderLease = true, true
+	case variant.TwoReplicas:
+		o.LeaderElection, o.KeepLeaderLease = true, true
+		if o.Replicas <= 1 {
+			o.Replicas = 2
+		}
+	}
+	if o.Replicas == 0 {
+		o.Replicas = 1
 	}
 	if o.Detector == "" {
 		o.Detector = DefaultDetector
@@ -219,6 +236,14 @@ func (o Options) Validate() error {
 			return &OptionsError{Field: field.NewPath("WorkerNamespaces").Index(i), Value: ns,
 				Accepted: "namespace names (DNS-1123 labels): " + strings.Join(errs, "; ")}
 		}
+	}
+	if o.Replicas < 1 || o.Replicas > MaxReplicas {
+		return &OptionsError{Field: field.NewPath("Replicas"), Value: fmt.Sprint(o.Replicas),
+			Accepted: fmt.Sprintf("1 to %d", MaxReplicas)}
+	}
+	if o.Replicas > 1 && !o.LeaderElection {
+		return &OptionsError{Field: field.NewPath("Replicas"), Value: fmt.Sprint(o.Replicas),
+			Accepted: "1 without leader election (the replicas would all reconcile)"}
 	}
 	if o.KeepLeaderLease && !o.LeaderElection {
 		return &OptionsError{Field: field.NewPath("KeepLeaderLease"), Value: "true",

@@ -14,7 +14,7 @@ func TestOptionsDefault(t *testing.T) {
 	o := kmm.Options{}.Default()
 	if o.Detector != "bootid" || o.RecordBootFrom != "worker" || o.LeaderElectionNamespace != "default" ||
 		o.LeaderElectionID != "bootproof-kmm" || o.MetricsBindAddress != "0" || o.Clock == nil || o.LeaderElection ||
-		o.QPS != kmm.DefaultQPS || o.Burst != kmm.DefaultBurst || o.MaxConcurrentReconciles != kmm.DefaultMaxConcurrentReconciles {
+		o.QPS != kmm.DefaultQPS || o.Burst != kmm.DefaultBurst || o.MaxConcurrentReconciles != kmm.DefaultMaxConcurrentReconciles || o.Replicas != 1 {
 		t.Errorf("defaults = %+v", o)
 	}
 	if err := o.Validate(); err != nil {
@@ -28,19 +28,21 @@ func TestOptionsVariant(t *testing.T) {
 	for _, tc := range []struct {
 		variant, detector, bootFrom, wantVariant string
 		leader, keepLease                        bool
+		replicas                                 int
 	}{
-		{"none", "bootid", "worker", "", false, false},
-		{"legacy-detector", "legacy", "worker", "legacy-detector", false, false},
-		{"boot-from-node", "bootid", "node", "boot-from-node", false, false},
-		{"slow-start", "bootid", "worker", "slow-start", true, false},
-		{"lease-kept", "bootid", "worker", "lease-kept", true, true},
-		{"no-reload", "bootid", "worker", "no-reload", false, false},
+		{"none", "bootid", "worker", "", false, false, 1},
+		{"legacy-detector", "legacy", "worker", "legacy-detector", false, false, 1},
+		{"boot-from-node", "bootid", "node", "boot-from-node", false, false, 1},
+		{"slow-start", "bootid", "worker", "slow-start", true, false, 1},
+		{"lease-kept", "bootid", "worker", "lease-kept", true, true, 1},
+		{"two-replicas", "bootid", "worker", "two-replicas", true, true, 2},
+		{"no-reload", "bootid", "worker", "no-reload", false, false, 1},
 	} {
 		o := kmm.Options{Variant: tc.variant}.Default()
 		if o.Detector != tc.detector || o.RecordBootFrom != tc.bootFrom || o.Variant != tc.wantVariant || o.LeaderElection != tc.leader ||
-			o.KeepLeaderLease != tc.keepLease {
-			t.Errorf("variant %s: detector %s, boot from %s, variant %q, leader election %v, Lease kept %v", tc.variant, o.Detector, o.RecordBootFrom,
-				o.Variant, o.LeaderElection, o.KeepLeaderLease)
+			o.KeepLeaderLease != tc.keepLease || o.Replicas != tc.replicas {
+			t.Errorf("variant %s: detector %s, boot from %s, variant %q, leader election %v, Lease kept %v, %d replicas", tc.variant, o.Detector, o.RecordBootFrom,
+				o.Variant, o.LeaderElection, o.KeepLeaderLease, o.Replicas)
 		}
 		if err := o.Validate(); err != nil {
 			t.Errorf("variant %s: %v", tc.variant, err)
@@ -60,6 +62,9 @@ func TestOptionsValidate(t *testing.T) {
 		{"negative burst", kmm.Options{Burst: -1}, []string{"Burst", `"-1"`, "1 or more"}},
 		{"bad leader election namespace", kmm.Options{LeaderElection: true, LeaderElectionNamespace: "a/b"}, []string{"LeaderElectionNamespace"}},
 		{"a Lease kept without leader election", kmm.Options{KeepLeaderLease: true}, []string{"KeepLeaderLease", "without leader election"}},
+		{"replicas without leader election", kmm.Options{Replicas: 2}, []string{"Replicas", `"2"`, "without leader election"}},
+		{"too many replicas", kmm.Options{Replicas: 9, LeaderElection: true}, []string{"Replicas", `"9"`, "1 to 5"}},
+		{"negative replicas", kmm.Options{Replicas: -1}, []string{"Replicas", `"-1"`, "1 to 5"}},
 		{"unknown variant", kmm.Options{Variant: "slow"}, []string{"Variant", `"slow"`, "none", "no-reload", "slow-start"}},
 		{"a variant with a second defect", kmm.Options{Variant: "no-reload", Detector: "legacy"}, []string{"Detector", `"legacy"`, "exactly one defect"}},
 		{"a variant with the node boot source", kmm.Options{Variant: "two-workers", RecordBootFrom: "node"}, []string{"RecordBootFrom", "exactly one defect"}},

@@ -36,6 +36,7 @@ var flagOf = map[string]string{
 	"LeaderElectionNamespace": "--leader-election-namespace",
 	"LeaderElectionID":        "--leader-election-id",
 	"KeepLeaderLease":         "--leader-elect-keep-lease",
+	"Replicas":                "--replicas",
 	"MaxConcurrentReconciles": "--max-concurrent-reconciles",
 	"QPS":                     "--kube-api-qps",
 	"Burst":                   "--kube-api-burst",

@@ -59,6 +59,7 @@ the KUBECONFIG bootproof gives it and stops on SIGTERM.`,
 	f.StringVar(&ko.o.LeaderElectionNamespace, "leader-election-namespace", kmm.DefaultLeaderElectionNamespace, "namespace of the leader-election Lease")
 	f.StringVar(&ko.o.LeaderElectionID, "leader-election-id", kmm.DefaultLeaderElectionID, "name of the leader-election Lease")
 	f.BoolVar(&ko.o.KeepLeaderLease, "leader-elect-keep-lease", false, "keep the leader-election Lease on exit (controller-runtime's default): a new instance waits for it to expire; by default it is given up")
+	f.IntVar(&ko.o.Replicas, "replicas", 1, fmt.Sprintf("instances of the reconciler run in this process, each with a manager and a leader-election identity of its own, as a Deployment's replicas (1 to %d; more than 1 needs leader election)", kmm.MaxReplicas))
 	f.StringVar(&ko.o.MetricsBindAddress, "metrics-bind-address", kmm.DefaultMetricsBindAddress, "address of the metrics endpoint; 0 turns it off")
 	f.IntVar(&ko.o.MaxConcurrentReconciles, "max-concurrent-reconciles", kmm.DefaultMaxConcurrentReconciles, "nodes reconciled at once")
 	f.Float32Var(&ko.o.QPS, "kube-api-qps", kmm.DefaultQPS, "API requests per second (per resource) the reconciler makes at most; negative: no limit")
@@ -97,8 +98,8 @@ func runKMM(cmd *cobra.Command, s Streams, ko kmmOptions) error {
 	if o.Variant != "" {
 		fmt.Fprintf(s.Out, "calibration variant %s: %s\n", o.Variant, variantSummary(o.Variant))
 	}
-	fmt.Fprintf(s.Out, "kmm reconciler starting: detector %s, boot recorded from %s, leader election %v; Ctrl-C stops it\n",
-		o.Detector, o.RecordBootFrom, o.LeaderElection)
+	fmt.Fprintf(s.Out, "kmm reconciler starting: detector %s, boot recorded from %s, leader election %v, %d replica(s); Ctrl-C stops it\n",
+		o.Detector, o.RecordBootFrom, o.LeaderElection, o.Replicas)
 	if err := kmm.Run(ctx, cfg, o); err != nil {
 		return failure(err)
 	}

@@ -202,7 +202,7 @@ func (in *instance) start() error {
 	o := in.opts
 	o.Logger = in.log
 	o.OnPanic = in.panicked
-	mgr, err := kmm.NewManager(ctx, in.rc, o)
+	mgrs, err := kmm.NewManagers(ctx, in.rc, o)
 	if err != nil {
 		cancel()
 		return err
@@ -210,7 +210,7 @@ func (in *instance) start() error {
 	done := make(chan error, 1)
 	in.cancel, in.done = cancel, done
 	go func() {
-		err := mgr.Start(ctx)
+		err := kmm.StartAll(ctx, mgrs)
 		if ctx.Err() == nil {
 			// Nobody stopped it: the manager gave up on its own.
 			in.mu.Lock()

@@ -107,6 +107,11 @@ const (
 	// and upstream KMM's): a restarted instance waits for the old Lease
 	// to expire, 15 s, before it may reconcile.
 	LeaseKept Name = "lease-kept"
+	// TwoReplicas runs two instances that elect a leader (as a
+	// Deployment with replicas: 2 would), the Lease kept when they stop:
+	// the standby never reconciles while the leader runs, and a restarted
+	// pair waits for the old Lease to expire before one of them leads.
+	TwoReplicas Name = "two-replicas"
 	// RefusedStatusPatches sees the API server refuse its first two status
 	// patches of a node after each boot change (429 Too Many Requests),
 	// and relies on controller-runtime's default exponential requeue.
@@ -146,6 +151,7 @@ var All = []Variant{
 	{SlowStart, Slow, "needs 8 s from start to its first reconcile, leader election on"},
 	{SlowAfterRestart, Slow, "10 s more before it acts on every start but the first (once it leads), leader election on"},
 	{LeaseKept, Slow, "leader election on, the Lease kept when it stops: a restarted instance waits up to 15 s for it"},
+	{TwoReplicas, Slow, "two replicas electing a leader, the Lease kept when they stop: one reconciles, the other waits to take over"},
 	{RefusedStatusPatches, Slow, "the API server refuses its first two status patches after each reboot; default requeue backoff"},
 }
 
