@@ -2,6 +2,7 @@ package subject
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -114,6 +115,11 @@ func TestDeploymentPauseResumeAndCrash(t *testing.T) {
 	}
 	if err := h.Err(); err == nil || !strings.Contains(err.Error(), "container manager of pod "+p.Name+" restarted after Error (exit code 2)") {
 		t.Errorf("after a container restart: Err = %v", err)
+	}
+	// Exit code 2 is the operator's own: its case fails subject-runs.
+	var of scenarios.OwnFault
+	if err := h.Err(); !errors.As(err, &of) || !of.OwnFault() {
+		t.Errorf("a container that exited with status 2 is not the subject's own stop: %v", err)
 	}
 }
 
