@@ -105,8 +105,9 @@ type Options struct {
 	// legacy-detector sets Detector to legacy, boot-from-node sets
 	// RecordBootFrom to node, slow-start turns LeaderElection on and
 	// lease-kept turns LeaderElection and KeepLeaderLease on, and
-	// two-replicas those and Replicas 2; any other value of those is an
-	// error with a variant.
+	// two-replicas those and Replicas 2 (more when more are asked for);
+	// any other value of Detector or RecordBootFrom is an error with a
+	// variant.
 	Variant string
 	// Logger receives the manager's and the reconciler's logs.
 	Logger logr.Logger

@@ -294,14 +294,6 @@ func (d *Deployment) crashedSince(t time.Time) error {
 	return nil
 }
 
-// containerExitedByItself reports whether a container's termination was
-// an exit of its own: a status below 128 (128+N is signal N's: a kill
-// from outside, the kubelet's after a failed liveness probe included)
-// and not the OOM killer's.
-func containerExitedByItself(t *corev1.ContainerStateTerminated) bool {
-	return t.ExitCode < 128 && t.Reason != "OOMKilled" && t.Signal == 0
-}
-
 type deploymentInstance struct {
 	d     *Deployment
 	since time.Time

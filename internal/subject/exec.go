@@ -66,28 +66,6 @@ type crash struct {
 	own bool
 }
 
-// stopped is the error of a stop of the subject the harness did not ask
-// for; it implements scenarios.OwnFault.
-type stopped struct {
-	err error
-	own bool
-}
-
-func (s *stopped) Error() string  { return s.err.Error() }
-func (s *stopped) Unwrap() error  { return s.err }
-func (s *stopped) OwnFault() bool { return s.own }
-
-// exitedByItself reports whether a process's wait error (nil: exit
-// status 0) is an exit of its own, not a signal's.
-func exitedByItself(err error) bool {
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) {
-		return err == nil
-	}
-	ws, ok := ee.Sys().(syscall.WaitStatus)
-	return ok && ws.Exited()
-}
-
 type execProc struct {
 	cmd      *exec.Cmd
 	done     chan struct{}
