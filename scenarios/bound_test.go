@@ -360,7 +360,7 @@ func TestObservedOutcomeIgnoresTheExpectation(t *testing.T) {
 				}
 			}
 			if got, want := outcomes(asFail), outcomes(asPass); got != want {
-				t.Errorf("assertions differ with the expectation:\n pass: %s\n fail: %s", want, got)
+				t.Errorf("assertions differ with the expectation:\n pass: %s\n fail: %s\n expected pass: %s\n expected %s: %s", want, got, failures(asPass), tc.exp, failures(asFail))
 			}
 			wantVerdict := map[string][2]string{Pass: {Pass, Fail}, Fail: {Fail, Pass}}[tc.observed]
 			if asPass.Verdict != wantVerdict[0] || asFail.Verdict != wantVerdict[1] {
@@ -378,6 +378,17 @@ func TestObservedOutcomeIgnoresTheExpectation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// failures lists the failed assertions with their messages.
+func failures(r CaseResult) string {
+	var out []string
+	for _, a := range r.Assertions {
+		if !a.OK {
+			out = append(out, a.Name+": "+a.Message)
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // outcomes lists the assertions by name and outcome.
