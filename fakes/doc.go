@@ -24,7 +24,9 @@
 //   - it runs the KMM worker pods bound to its node, which follow the
 //     upstream worker contract (see below); any other pod bound there is
 //     Failed at once (reason SimulatedNodeReason), never reported
-//     Running; a pod write the API server does not take (a status, the
+//     Running; RejectWorkerPods makes it reject the next worker pods at
+//     admission the same way (reason AdmissionRejectedReason, as after a
+//     restart before a device plugin is back); a pod write the API server does not take (a status, the
 //     final delete) is made again every Timing.StatusInterval until it
 //     is taken, as the kubelet's status manager syncs again, so a pod
 //     never stays Running for good because one request failed;

@@ -87,6 +87,38 @@ func TestUnitNonWorkerPodFailed(t *testing.T) {
 	}
 }
 
+// TestUnitRejectWorkerPods: after RejectWorkerPods(1) the next worker
+// pod is Failed at admission (reason AdmissionRejectedReason), with no
+// container and nothing loaded; the one after it runs and loads.
+func TestUnitRejectWorkerPods(t *testing.T) {
+	u := startUnit(t)
+	u.kl.RejectWorkerPods(1)
+	u.startWorker("rejected")
+	p := u.waitPhase("rejected", corev1.PodFailed)
+	if p.Status.Reason != fakes.AdmissionRejectedReason || !strings.Contains(p.Status.Message, "rejected this pod at admission") {
+		t.Errorf("pod status reason %q message %q, want %s and a message saying admission rejected it", p.Status.Reason, p.Status.Message, fakes.AdmissionRejectedReason)
+	}
+	if len(p.Status.ContainerStatuses) != 0 {
+		t.Errorf("container statuses %+v, want none: nothing ran", p.Status.ContainerStatuses)
+	}
+	if got := u.kern.Loaded(); len(got) != 0 {
+		t.Errorf("modules %v after a rejected loader, want none", got)
+	}
+	u.pods.send(p)
+	u.settle(2)
+	u.startWorker("admitted")
+	u.settle(3)
+	u.step(time.Second, 3)
+	u.clock.Step(2 * time.Second)
+	u.waitPhase("admitted", corev1.PodSucceeded)
+	if got := u.kern.Loaded(); len(got) != 1 || got[0].Name != "dummy" {
+		t.Errorf("modules %v after the next loader, want dummy: one rejection only", got)
+	}
+	if got := u.pod("rejected"); got.Status.Phase != corev1.PodFailed {
+		t.Errorf("pod rejected phase %s after the next worker ran, want Failed", got.Status.Phase)
+	}
+}
+
 // TestUnitRefusesForeignNode: a Node of the kubelet's name that no
 // bootproof kubelet created is never taken over: Start fails with a
 // *fakes.ForeignNodeError naming it and the Node is left as it was. One

@@ -41,6 +41,9 @@ type podRunner struct {
 	workers    map[types.UID]context.CancelFunc
 	deleting   map[types.UID]bool
 	actions    int
+	// rejections is how many more worker pods admission rejects
+	// (Kubelet.RejectWorkerPods).
+	rejections int
 }
 
 // container is what ran of a pod's container in which boot.
@@ -250,6 +253,12 @@ func (r *podRunner) runPod(ctx context.Context, pod *corev1.Pod) {
 		r.reject(ctx, pod)
 		return
 	}
+	if r.container(pod.UID) == nil && r.takeRejection() {
+		p.log.Info("worker pod rejected at admission", "reason", AdmissionRejectedReason)
+		r.failPod(ctx, pod, "reject a worker pod at admission", AdmissionRejectedReason,
+			fmt.Sprintf("bootproof reject-pods: the kubelet of node %s rejected this pod at admission, as a kubelet does when a resource it needs is not there yet (a device plugin not registered again after a restart)", r.cfg.NodeName))
+		return
+	}
 	if p.policy == "" {
 		p.policy = corev1.RestartPolicyAlways
 	}
@@ -387,22 +396,59 @@ func terminatedState(c *container) *corev1.ContainerStateTerminated {
 // Failed, never Running, because the node runs no containers.
 const SimulatedNodeReason = "SimulatedNode"
 
+// AdmissionRejectedReason is the status.reason of a worker pod the
+// kubelet rejected at admission (Kubelet.RejectWorkerPods): the reason a
+// real kubelet gives a pod whose admission failed unexpectedly, as after
+// a restart before its device plugins registered again.
+const AdmissionRejectedReason = "UnexpectedAdmissionError"
+
+// RejectWorkerPods makes the kubelet reject at admission the next n
+// worker pods it is given to run (n <= 0 rejects none from now on): each
+// one is Failed at once with reason AdmissionRejectedReason, before any
+// container starts, so nothing touches the kernel. A worker pod that
+// already ran a container is not admitted again and is not rejected. The
+// count outlives reboots and kubelet restarts: it is the kubelet's next
+// admissions, whenever they come.
+func (k *Kubelet) RejectWorkerPods(n int) {
+	k.pods.mu.Lock()
+	k.pods.rejections = max(n, 0)
+	k.pods.mu.Unlock()
+}
+
+// takeRejection reports whether the next admission is to be rejected,
+// and counts it.
+func (r *podRunner) takeRejection() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.rejections <= 0 {
+		return false
+	}
+	r.rejections--
+	return true
+}
+
 // reject fails a pod that is not a worker, as a real kubelet fails a pod
 // its admission rejects: phase Failed, reason SimulatedNodeReason and a
 // message that says the node is simulated. Reporting it Running would
-// tell its owner something that is not so. A post the API server did not
-// take is made again (retryWrite).
+// tell its owner something that is not so.
 func (r *podRunner) reject(ctx context.Context, pod *corev1.Pod) {
+	r.failPod(ctx, pod, "fail pod on a simulated node", SimulatedNodeReason,
+		fmt.Sprintf("node %s is simulated by bootproof: it runs no containers, only KMM worker pods (label %s)",
+			r.cfg.NodeName, contract.WorkerActionLabel))
+}
+
+// failPod sets pod's phase Failed with reason and message, as a kubelet
+// does for a pod its admission rejects. A post the API server did not
+// take is made again (retryWrite); a pod already gone is left alone.
+func (r *podRunner) failPod(ctx context.Context, pod *corev1.Pod, what, reason, message string) {
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{
-		"phase": corev1.PodFailed, "reason": SimulatedNodeReason,
-		"message": fmt.Sprintf("node %s is simulated by bootproof: it runs no containers, only KMM worker pods (label %s)",
-			r.cfg.NodeName, contract.WorkerActionLabel),
+		"phase": corev1.PodFailed, "reason": reason, "message": message,
 	}})
 	if err != nil {
-		r.log.Error(err, "fail pod on a simulated node", "pod", pod.Namespace+"/"+pod.Name)
+		r.log.Error(err, what, "pod", pod.Namespace+"/"+pod.Name)
 		return
 	}
-	r.retryWrite(ctx, "fail pod on a simulated node", pod, func() error {
+	r.retryWrite(ctx, what, pod, func() error {
 		_, err := r.cfg.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 		if apierrors.IsNotFound(err) {
 			return nil

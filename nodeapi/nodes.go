@@ -76,6 +76,16 @@ type NetworkBlipper interface {
 	NetworkBlip(ctx context.Context, node string, d time.Duration) error
 }
 
+// PodRejecter is the optional capability to make a node's kubelet reject
+// at admission the next n worker pods it is given to run: each one Failed
+// at once (reason UnexpectedAdmissionError) before any container starts,
+// as a kubelet fails a pod it cannot admit right after a restart, before
+// its device plugins registered again. A worker pod that already ran is
+// not rejected.
+type PodRejecter interface {
+	RejectPods(ctx context.Context, node string, n int) error
+}
+
 // NodePauser is the optional capability to freeze a whole node for a
 // while without rebooting it (a paused VM; a simulated node whose
 // heartbeats stop): a negative control, its boot ID must not change.

@@ -105,3 +105,16 @@ func (ns *NodeSet) RestartKubelet(ctx context.Context, node string, downtime tim
 	}
 	return nil
 }
+
+// RejectPods implements nodeapi.PodRejecter: the agent's kubelet rejects
+// its next n worker pods at admission.
+func (ns *NodeSet) RejectPods(ctx context.Context, node string, count int) error {
+	n, err := ns.node(node)
+	if err != nil {
+		return err
+	}
+	if err := ns.post(ctx, n, agentapi.RejectPodsPath(count)); err != nil {
+		return fmt.Errorf("reject worker pods on node %s: %w", node, err)
+	}
+	return nil
+}

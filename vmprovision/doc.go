@@ -40,7 +40,7 @@
 //     boot, measured on its previous reboot (BootEstimate before that);
 //     the outcome carries the downtime as measured. PauseNode suspends
 //     the domain, NetworkBlip sets the NIC's link down through QEMU's
-//     set_link (LinkSetter), RestartKubelet asks the agent.
+//     set_link (LinkSetter), RestartKubelet and RejectPods ask the agent.
 //
 // Guests reach only what they must. QEMU's user-mode network is
 // restricted: a guest reaches no port of the host and nothing beyond it,

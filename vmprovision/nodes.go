@@ -152,6 +152,7 @@ var (
 	_ nodeapi.NodePauser       = (*NodeSet)(nil)
 	_ nodeapi.KubeletRestarter = (*NodeSet)(nil)
 	_ nodeapi.NetworkBlipper   = (*NodeSet)(nil)
+	_ nodeapi.PodRejecter      = (*NodeSet)(nil)
 )
 
 // Provision implements nodeapi.NodeBackend: it writes each node's

@@ -204,6 +204,16 @@ func (n *fakeNodes) NetworkBlip(ctx context.Context, node string, d time.Duratio
 	}
 }
 
+// RejectPods implements nodeapi.PodRejecter.
+func (n *fakeNodes) RejectPods(_ context.Context, node string, count int) error {
+	k, err := n.kubelet(node)
+	if err != nil {
+		return err
+	}
+	k.RejectWorkerPods(count)
+	return nil
+}
+
 // Close implements nodeapi.NodeSet.
 func (n *fakeNodes) Close() error {
 	n.once.Do(func() {
@@ -221,4 +231,5 @@ var (
 	_ nodeapi.NetworkBlipper   = (*fakeNodes)(nil)
 	_ nodeapi.RebootModes      = (*fakeNodes)(nil)
 	_ nodeapi.NodePauser       = (*fakeNodes)(nil)
+	_ nodeapi.PodRejecter      = (*fakeNodes)(nil)
 )

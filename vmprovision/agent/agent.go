@@ -217,9 +217,11 @@ func (SystemMachine) Panic() error {
 	return nil
 }
 
-// KubeletControl restarts the agent's kubelet in the same boot.
+// KubeletControl restarts the agent's kubelet in the same boot, and has
+// it reject worker pods at admission.
 type KubeletControl interface {
 	RestartKubelet(ctx context.Context, downtime time.Duration) error
+	RejectWorkerPods(n int)
 }
 
 // ControlHandler serves the agent's control API (package agentapi) to
@@ -232,6 +234,8 @@ type KubeletControl interface {
 //	POST /panic   kernel panic through sysrq after the answer is sent
 //	POST /restart-kubelet?downtime=D  stop the kubelet, wait D, start it
 //	              again in the same boot; answers once it runs again
+//	POST /reject-pods?count=N  the kubelet rejects its next N worker pods
+//	              at admission
 //	PUT    /modules/{name}  load a module like modprobe (a manual check;
 //	                        the kubelet's worker pods are the real path)
 //	DELETE /modules/{name}  unload it like modprobe -r
@@ -303,6 +307,17 @@ func ControlHandler(secret string, k fakes.Kernel, m Machine, kl KubeletControl,
 			return
 		}
 		fmt.Fprintf(w, "kubelet restarted in boot %s\n", k.BootID())
+	})
+	mux.HandleFunc("POST "+agentapi.PathRejectPods, func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query().Get(agentapi.QueryCount)
+		n, err := strconv.Atoi(q)
+		if err != nil || n < 0 || n > agentapi.MaxRejectPods {
+			http.Error(w, fmt.Sprintf("query count=%q: accepted: a whole number from 0 to %d", q, agentapi.MaxRejectPods), http.StatusBadRequest)
+			return
+		}
+		log.Info("control request", "action", "reject-pods", "count", n, "bootID", k.BootID())
+		kl.RejectWorkerPods(n)
+		fmt.Fprintf(w, "the kubelet rejects its next %d worker pod(s) at admission\n", n)
 	})
 	return requireSecret(secret, mux, log)
 }

@@ -5,6 +5,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -43,6 +44,7 @@ func (m *fakeMachine) Panic() error  { return m.record("panic") }
 func (m *fakeMachine) RestartKubelet(_ context.Context, d time.Duration) error {
 	return m.record("restart-kubelet " + d.String())
 }
+func (m *fakeMachine) RejectWorkerPods(n int) { _ = m.record(fmt.Sprintf("reject-pods %d", n)) }
 
 func TestControlHandler(t *testing.T) {
 	secret, err := agentapi.NewSecret()
@@ -83,6 +85,11 @@ func TestControlHandler(t *testing.T) {
 		{method: "POST", path: "/restart-kubelet?downtime=15s", wantCode: http.StatusOK, wantAction: "restart-kubelet 15s"},
 		{method: "POST", path: "/restart-kubelet?downtime=soon", wantCode: http.StatusBadRequest},
 		{method: "POST", path: "/restart-kubelet", wantCode: http.StatusBadRequest},
+		{method: "POST", path: "/reject-pods?count=2", wantCode: http.StatusOK, wantAction: "reject-pods 2"},
+		{method: "POST", path: "/reject-pods?count=-1", wantCode: http.StatusBadRequest},
+		{method: "POST", path: "/reject-pods?count=many", wantCode: http.StatusBadRequest},
+		{method: "POST", path: "/reject-pods", wantCode: http.StatusBadRequest},
+		{method: "POST", path: "/reject-pods?count=2", auth: "-", wantCode: http.StatusUnauthorized},
 		{method: "GET", path: "/reboot", wantCode: http.StatusMethodNotAllowed},
 		{method: "POST", path: "/halt", wantCode: http.StatusNotFound},
 		{method: "PUT", path: "/modules/bonding", wantCode: http.StatusOK},

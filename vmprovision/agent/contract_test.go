@@ -69,6 +69,8 @@ func (g *contractGuest) RestartKubelet(_ context.Context, d time.Duration) error
 	return nil
 }
 
+func (g *contractGuest) RejectWorkerPods(n int) { g.record(fmt.Sprintf("reject-pods %d", n)) }
+
 // contractHypervisor defines domains whose "guest" is a contractGuest.
 type contractHypervisor struct {
 	t         *testing.T
@@ -218,7 +220,10 @@ func TestHostGuestContract(t *testing.T) {
 	if err := ns.RestartKubelet(ctx, "vm-0", 1500*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := g.took(), []string{"restart-kubelet 1.5s"}; !slices.Equal(got, want) {
+	if err := ns.RejectPods(ctx, "vm-0", 2); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := g.took(), []string{"restart-kubelet 1.5s", "reject-pods 2"}; !slices.Equal(got, want) {
 		t.Errorf("guest took %v, want %v", got, want)
 	}
 
@@ -233,7 +238,7 @@ func TestHostGuestContract(t *testing.T) {
 		}
 		wantState(t)
 	}
-	if got, want := g.took(), []string{"restart-kubelet 1.5s", "reboot", "panic"}; !slices.Equal(got, want) {
+	if got, want := g.took(), []string{"restart-kubelet 1.5s", "reject-pods 2", "reboot", "panic"}; !slices.Equal(got, want) {
 		t.Errorf("guest took %v, want %v", got, want)
 	}
 }
@@ -258,6 +263,7 @@ func refused(t *testing.T, ctx context.Context, ns *vmprovision.NodeSet, g *cont
 			{http.MethodPost, agentapi.PathReboot},
 			{http.MethodPost, agentapi.PathPanic},
 			{http.MethodPost, agentapi.RestartKubeletPath(time.Second)},
+			{http.MethodPost, agentapi.RejectPodsPath(1)},
 			{http.MethodPut, agentapi.ModulePath("bonding")},
 			{http.MethodDelete, agentapi.ModulePath("dummy")},
 			{http.MethodPost, agentapi.DialPath(addr, time.Second)},

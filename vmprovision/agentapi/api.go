@@ -2,6 +2,7 @@ package agentapi
 
 import (
 	"net/url"
+	"strconv"
 	"time"
 )
 
@@ -56,6 +57,10 @@ const (
 	// kubelet, waits the downtime and starts it again in the same boot;
 	// it answers once the kubelet runs again.
 	PathRestartKubelet = "/restart-kubelet"
+	// PathRejectPods (POST, with QueryCount) has the agent's kubelet
+	// reject at admission the next count worker pods it is given (phase
+	// Failed, reason UnexpectedAdmissionError); it answers at once.
+	PathRejectPods = "/reject-pods"
 	// PathModules is the prefix of a module's path, PathModules+name: PUT
 	// loads the module like modprobe, DELETE unloads it like modprobe -r.
 	PathModules = "/modules/"
@@ -68,6 +73,19 @@ const (
 // QueryDowntime is PathRestartKubelet's query parameter: a non-negative
 // Go duration such as 15s.
 const QueryDowntime = "downtime"
+
+// QueryCount is PathRejectPods' query parameter: how many worker pods,
+// a whole number from 0 (none from now on) to MaxRejectPods.
+const (
+	QueryCount    = "count"
+	MaxRejectPods = 100
+)
+
+// RejectPodsPath is the path and query that have the kubelet reject its
+// next n worker pods.
+func RejectPodsPath(n int) string {
+	return PathRejectPods + "?" + QueryCount + "=" + strconv.Itoa(n)
+}
 
 // PathDial's query parameters: QueryAddr is host:port as the guest dials
 // it; QueryTimeout a positive Go duration, at most MaxDialTimeout (empty:
