@@ -123,6 +123,18 @@ var fieldSetters = map[string]func(a *Action, v *yaml.Node) error{
 		}
 		return nil
 	},
+	"count": func(a *Action, v *yaml.Node) error {
+		s, err := scalar(v)
+		if err != nil {
+			return err
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > MaxRejectedPods {
+			return fmt.Errorf("%q: accepted: a whole number from 1 to %d", s, MaxRejectedPods)
+		}
+		a.Count = n
+		return nil
+	},
 	"action": func(a *Action, v *yaml.Node) error { return oneOf(&a.WorkerAction, v, "Load", "Unload") },
 	"state":  func(a *Action, v *yaml.Node) error { return oneOf(&a.State, v, "created", "running", "succeeded") },
 }

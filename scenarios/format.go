@@ -137,6 +137,9 @@ type Action struct {
 	// begins a worker pod's deletion), "status" (its NodeModulesConfig
 	// status); default all.
 	Writes []string
+	// Count is how many worker pods reject-pods has the node's kubelet
+	// reject at admission.
+	Count int
 
 	Line int
 }

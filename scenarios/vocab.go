@@ -30,6 +30,7 @@ const (
 	ActDeleteNMC      ActionKind = "delete-nmc"
 	ActRefuseWrites   ActionKind = "refuse-writes"
 	ActAllowWrites    ActionKind = "allow-writes"
+	ActRejectPods     ActionKind = "reject-pods"
 	ActSleep          ActionKind = "sleep"
 )
 
