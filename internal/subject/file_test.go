@@ -155,6 +155,36 @@ func TestExampleSubjectFiles(t *testing.T) {
 	}
 }
 
+// The example files of bootproof's own reconciler expect of each catalog
+// scenario what the scenario expects of the built-in subject with the
+// same detector: the same reconciler, run out of process or as a
+// Deployment, is judged alike (a scenario added to the catalog must be
+// stated in both places).
+func TestExampleSubjectFilesAgreeWithTheCatalog(t *testing.T) {
+	catalog, err := scenarios.Catalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, builtin := range map[string]string{
+		"bootproof-bootid": scenarios.SubjectBootID, "bootproof-bootid-deployment": scenarios.SubjectBootID,
+		"bootproof-legacy": scenarios.SubjectLegacy, "bootproof-legacy-deployment": scenarios.SubjectLegacy,
+	} {
+		f, err := ReadFile("../../examples/subjects/"+file+".yaml", testLookup)
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		for _, s := range catalog {
+			want, ok := s.Expect[builtin]
+			if !ok {
+				want = scenarios.Expectation{Outcome: scenarios.Pass}
+			}
+			if got, _ := f.Expectation(s); got.String() != want.String() {
+				t.Errorf("%s.yaml expects %s of %s, the catalog expects %s of %s", file, got, s.Name, want, builtin)
+			}
+		}
+	}
+}
+
 // The upstream KMM files decode against a KMM checkout: one names its
 // ConfigMap, the other a configuration file next to it that turns leader
 // election and metrics off; both expect every scenario to pass.
