@@ -270,63 +270,6 @@ func (c *caseRun) doReboot(ctx context.Context, a Action) error {
 	})
 }
 
-// canPause skips a case whose subject the harness cannot stop and start.
-func (c *caseRun) canPause(a Action) error {
-	pc, ok := c.subj.(PauseChecker)
-	if !ok {
-		return &skipError{fmt.Sprintf("subject %s cannot be paused or restarted by the harness (%s)", c.subj.Name(), a.Kind)}
-	}
-	if err := pc.CanPause(); err != nil {
-		return &skipError{fmt.Sprintf("subject %s cannot be paused or restarted by the harness (%s): %v", c.subj.Name(), a.Kind, err)}
-	}
-	return nil
-}
-
-// doSubject pauses, resumes or restarts the subject.
-func (c *caseRun) doSubject(ctx context.Context, a Action) error {
-	p, ok := c.inst.(Pauser)
-	if !ok {
-		return &skipError{fmt.Sprintf("subject %s cannot be paused", c.subj.Name())}
-	}
-	c.obs.Action("", a.Kind, string(a.Kind))
-	switch a.Kind {
-	case ActPauseSubject:
-		return c.pause(ctx, p)
-	case ActResumeSubject:
-		return c.resume(ctx, p)
-	}
-	if err := c.pause(ctx, p); err != nil {
-		return err
-	}
-	if !sleepCtx(ctx, a.Downtime.Resolve(c.grace)) {
-		return ctx.Err()
-	}
-	return c.resume(ctx, p)
-}
-
-// pause stops the subject and notes when it was down; the subject's
-// leader Lease is followed from then on, if it names one.
-func (c *caseRun) pause(ctx context.Context, p Pauser) error {
-	if err := p.Pause(ctx); err != nil {
-		return c.wrapSubject("pause", err)
-	}
-	c.mu.Lock()
-	c.pausedAt = time.Now()
-	c.mu.Unlock()
-	return c.followLeader(ctx)
-}
-
-// resume starts the subject again and notes when.
-func (c *caseRun) resume(ctx context.Context, p Pauser) error {
-	if err := p.Resume(ctx); err != nil {
-		return c.wrapSubject("resume", err)
-	}
-	c.mu.Lock()
-	c.resumedAt = time.Now()
-	c.mu.Unlock()
-	return nil
-}
-
 // doSpec adds a module to or removes one from the targeted nodes' specs.
 func (c *caseRun) doSpec(ctx context.Context, a Action) error {
 	for _, n := range c.targets(a.On) {
@@ -358,45 +301,6 @@ func (c *caseRun) doDeleteNMC(ctx context.Context, a Action) error {
 	return nil
 }
 
-// rejectPodsAction is reject-pods: the targeted nodes' kubelets reject at
-// admission the next count worker pods they are given (phase Failed,
-// reason UnexpectedAdmissionError), as a kubelet does right after a
-// restart before its device plugins registered again; the subject must
-// record nothing for such a pod and run the work again.
-func rejectPodsAction() actionSpec {
-	return actionSpec{
-		fields: []string{"on", "count"},
-		check: func(_ *Scenario, a Action) string {
-			if a.Count == 0 {
-				return fmt.Sprintf("count is required: how many worker pods to reject, 1 to %d", MaxRejectedPods)
-			}
-			return ""
-		},
-		nodeNeeds: needNodes[nodeapi.PodRejecter]("reject worker pods at admission"),
-		run:       (*caseRun).doRejectPods,
-	}
-}
-
-// MaxRejectedPods bounds reject-pods' count: a subject that retries with
-// backoff must still reload within a case's deadline.
-const MaxRejectedPods = 5
-
-// doRejectPods has each targeted node's kubelet reject its next a.Count
-// worker pods at admission.
-func (c *caseRun) doRejectPods(ctx context.Context, a Action) error {
-	rej, ok := c.nodes.(nodeapi.PodRejecter)
-	if !ok { // nodeNeeds skipped such a case
-		return infra("backend %s cannot reject worker pods", c.e.Backend.Name())
-	}
-	for _, n := range c.targets(a.On) {
-		c.obs.Action(n, a.Kind, fmt.Sprintf("the kubelet rejects its next %d worker pod(s) at admission", a.Count))
-		if err := rej.RejectPods(ctx, n, a.Count); err != nil {
-			return infra("reject worker pods on node %s: %w", n, err)
-		}
-	}
-	return nil
-}
-
 func ptrTo[T any](v T) *T { return &v }
 
 // doUpdateKernel writes the kernel version each targeted node now runs
@@ -420,15 +324,6 @@ func (c *caseRun) doUpdateKernel(ctx context.Context, a Action) error {
 		}
 	}
 	return nil
-}
-
-// wrapSubject makes a failed pause or resume of the subject a subject
-// fault.
-func (c *caseRun) wrapSubject(what string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return &subjectError{err: fmt.Errorf("%s subject %s: %w", what, c.subj.Name(), err)}
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {
