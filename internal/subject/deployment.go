@@ -39,6 +39,8 @@ type Deployment struct {
 	// LogDir, when set, receives <name>.log: the logs of the
 	// Deployment's pods during the run (podLogs).
 	LogDir string
+	// LogFile, when set, names that file instead of <name>.log.
+	LogFile string
 
 	mu       sync.Mutex
 	cs       kubernetes.Interface
@@ -55,6 +57,9 @@ type Deployment struct {
 func (d *Deployment) LogPath() string {
 	if d.LogDir == "" {
 		return ""
+	}
+	if d.LogFile != "" {
+		return filepath.Join(d.LogDir, d.LogFile)
 	}
 	return filepath.Join(d.LogDir, d.File.Name+".log")
 }
