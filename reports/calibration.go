@@ -190,9 +190,21 @@ type CalibrationResult struct {
 	// ListedOnly: the known-bad variants ran only in their listed
 	// scenarios (calibrate --listed-only), so catches elsewhere were not
 	// looked for; both ratios are measured as without it.
-	ListedOnly bool             `json:"listed_only"`
-	Rows       []CalibrationRow `json:"variants"`
+	ListedOnly bool `json:"listed_only"`
+	// World is where the variants ran: WorldInProcess (empty in reports
+	// from before it was recorded) or WorldDeployment.
+	World string           `json:"world,omitempty"`
+	Rows  []CalibrationRow `json:"variants"`
 }
+
+// Where a calibration's variants ran (CalibrationResult.World).
+const (
+	// WorldInProcess: in the harness's process, one reconciler per case.
+	WorldInProcess = "in-process"
+	// WorldDeployment: as Deployments, one per case in its namespace,
+	// from bootproof's operator image.
+	WorldDeployment = "deployment"
+)
 
 // OK reports a calibration that measured every variant and found each
 // as its truth says: every known-bad variant caught in every listed
@@ -374,7 +386,7 @@ func RewriteCalibration(dir string, r scenarios.Results, generated time.Time) (C
 		return CalibrationResult{}, err
 	}
 	c := Calibrate(r, old.Variants())
-	c.ListedOnly = old.ListedOnly
+	c.ListedOnly, c.World = old.ListedOnly, old.World
 	return c, WriteCalibration(dir, r, c, generated)
 }
 

@@ -22,6 +22,9 @@ func CalibrationHeadline(c CalibrationResult) string {
 	if c.NotRun > 0 {
 		fmt.Fprintf(&b, "; %d listed scenario(s) not run", c.NotRun)
 	}
+	if c.World == WorldDeployment {
+		b.WriteString("; variants run as Deployments, one per case")
+	}
 	if c.ListedOnly {
 		b.WriteString("; known-bad variants run only in their listed scenarios (--listed-only)")
 	} else {

@@ -11,8 +11,11 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/bootproof/bootproof/harness/cluster"
 	"github.com/bootproof/bootproof/harness/controlplane"
+	"github.com/bootproof/bootproof/internal/kindimage"
 	"github.com/bootproof/bootproof/internal/subject"
 	"github.com/bootproof/bootproof/kmm/variant"
 	"github.com/bootproof/bootproof/reports"
@@ -37,6 +40,11 @@ type calibrateOptions struct {
 	reportDir string
 	binDir    string
 	verbose   bool
+	// cluster is embedded (in-process variants) or kind (Deployments).
+	cluster     string
+	kindImage   string
+	kindCluster string
+	changed     map[string]bool
 }
 
 func newCalibrateCommand(s Streams) *cobra.Command {
@@ -72,10 +80,22 @@ Exit code 0: every variant as its truth says (both figures 100 %); 1: a
 variant was missed or failed; 2: a usage error (bad flags, or a selected
 variant that would run in no listed scenario); 3: the run was interrupted
 or could not start, or a variant measured nothing (none of its listed
-scenarios ran).`,
+scenarios ran).
+
+--cluster kind judges the variants where operators run: in each case a
+Deployment in the case's namespace, running 'bootproof kmm --variant' from
+an image of this executable (written here, as 'bootproof kind
+build-operator-image' writes it, and loaded into the kind cluster's
+nodes), scoped to the case as in-process, with leader election as
+in-process (off unless the variant turns it on; the variant two-replicas
+is two pods), paused by scaling it to 0 and back. Each case's manifest
+and its pods' logs are kept under subjects/ in the report. The figures
+and the report are the same; the headline says where the variants ran.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			verbosity, _ := cmd.InheritedFlags().GetInt("verbosity")
+			co.changed = map[string]bool{}
+			cmd.Flags().Visit(func(f *pflag.Flag) { co.changed[f.Name] = true })
 			o, err := co.runOptions()
 			if err != nil {
 				return err
@@ -95,6 +115,9 @@ scenarios ran).`,
 	f.StringVar(&co.reportDir, "report-dir", "", "report directory: new or empty (default a new "+DefaultReportRoot+"/<timestamp>-<random>)")
 	f.StringVar(&co.binDir, "bin-dir", "", binDirHelp)
 	f.BoolVar(&co.verbose, "verbose", false, "show the logs on stderr too")
+	f.StringVar(&co.cluster, "cluster", string(clusterEmbedded), "where the variants run: embedded (in this process, on the embedded cluster) or kind (as Deployments, one per case, on a kind cluster)")
+	f.StringVar(&co.kindImage, "kind-image", cluster.DefaultKindImage, "with --cluster kind: the node image (kind's published one, or one 'make kind-image' built here)")
+	f.StringVar(&co.kindCluster, "kind-cluster", "", "with --cluster kind: reuse this existing kind cluster instead of creating one")
 	return cmd
 }
 
@@ -117,11 +140,28 @@ func (co calibrateOptions) runOptions() (runOptions, error) {
 		return runOptions{}, withCode(ExitUsage, fmt.Errorf("--dir %s: no *.yaml calibration subject files", co.dir))
 	}
 	sort.Strings(files)
+	deployments := false
+	switch clusterName(co.cluster) {
+	case clusterEmbedded:
+		for _, flag := range []string{"kind-image", "kind-cluster"} {
+			if co.changed[flag] {
+				return runOptions{}, withCode(ExitUsage, fmt.Errorf("--%s applies only with --cluster kind: drop it or give --cluster kind", flag))
+			}
+		}
+	case clusterKind:
+		deployments = true
+	default:
+		return runOptions{}, withCode(ExitUsage, fmt.Errorf("invalid --cluster %q: accepted: %s (variants in-process) or %s (variants as Deployments)", co.cluster, clusterEmbedded, clusterKind))
+	}
+	changed := map[string]bool{"cluster": true}
+	for _, flag := range []string{"kind-image", "kind-cluster"} {
+		changed[flag] = co.changed[flag]
+	}
 	return runOptions{
-		cluster: string(clusterEmbedded), nodes: string(nodesFake), subjectFiles: files, scenarios: co.scenarios,
+		cluster: co.cluster, kindImage: co.kindImage, kindCluster: co.kindCluster, changed: changed, nodes: string(nodesFake), subjectFiles: files, scenarios: co.scenarios,
 		monitor: DefaultRunMonitor, parallel: co.parallel, nodeBudget: co.nodes, repeat: co.repeat, reportDir: co.reportDir,
 		binDir: co.binDir, certValidity: controlplane.DefaultCertValidity, nodeCreds: "shared",
-		verbose: co.verbose, calibrate: &calibrateRun{variants: co.variants, dir: co.dir, listedOnly: co.listed},
+		verbose: co.verbose, calibrate: &calibrateRun{variants: co.variants, dir: co.dir, listedOnly: co.listed, deployments: deployments},
 	}, nil
 }
 
@@ -132,6 +172,17 @@ type calibrateRun struct {
 	dir      string
 	// listedOnly runs known-bad variants only in their listed scenarios.
 	listedOnly bool
+	// deployments runs the variants as Deployments, one per case
+	// (subject.InDeployment), from an operator image of this executable.
+	deployments bool
+}
+
+// world is where the variants run, for the report.
+func (cr *calibrateRun) world() string {
+	if cr.deployments {
+		return reports.WorldDeployment
+	}
+	return reports.WorldInProcess
 }
 
 // include is the run's case filter: nil unless listedOnly, then a
@@ -256,7 +307,7 @@ func (rc *runContext) calibration(res scenarios.Results) (reports.CalibrationRes
 		return reports.CalibrationResult{}, failure(err)
 	}
 	c := reports.Calibrate(res, variants)
-	c.ListedOnly = rc.o.calibrate.listedOnly
+	c.ListedOnly, c.World = rc.o.calibrate.listedOnly, rc.o.calibrate.world()
 	return c, nil
 }
 
@@ -281,5 +332,29 @@ func (rc *runContext) calibrationExit(ctx context.Context, dir string, c reports
 	case !c.OK():
 		return withCode(ExitFailed, fmt.Errorf("calibration: %s; see %s", reports.CalibrationHeadline(c), md))
 	}
+	return nil
+}
+
+// operatorImage writes, for a calibration of Deployments, the operator
+// image of this executable into a temporary directory (removed at the
+// end of the run) and has the kind cluster load it into its nodes.
+func (rc *runContext) operatorImage() error {
+	if rc.o.calibrate == nil || !rc.o.calibrate.deployments {
+		return nil
+	}
+	tmp, err := os.MkdirTemp("", "bootproof-operator-image-")
+	if err != nil {
+		return failure(fmt.Errorf("operator image: %w", err))
+	}
+	rc.defer_(func() { _ = os.RemoveAll(tmp) })
+	img := kindimage.OperatorImage{Out: filepath.Join(tmp, "bootproof-operator.tar")}
+	if err := img.Validate(); err != nil {
+		return withCode(ExitUsage, fmt.Errorf("--cluster kind runs the variants from an image of this executable: %w", fieldErrorsWithFlags(err, operatorImageFlags)))
+	}
+	if err := img.Write(); err != nil {
+		return failure(fmt.Errorf("operator image: %w", err))
+	}
+	fmt.Fprintf(rc.s.Err, "operator image %s of this executable written, to load into the kind cluster's nodes\n", img.Ref)
+	rc.o.kindArchives = append(rc.o.kindArchives, img.Out)
 	return nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/bootproof/bootproof/harness/cluster"
 	"github.com/bootproof/bootproof/harness/controlplane"
 	"github.com/bootproof/bootproof/internal/backend"
+	"github.com/bootproof/bootproof/internal/kindimage"
 	"github.com/bootproof/bootproof/internal/runner"
 	"github.com/bootproof/bootproof/internal/subject"
 	"github.com/bootproof/bootproof/nodeapi"
@@ -263,6 +264,9 @@ func (rc *runContext) run(ctx context.Context) error {
 	sweepTempDirs(rc.s)
 	ctx, rl := openRunLog(ctx, rc.o.verbose, rc.o.verbosity, rc.s.Err)
 	rc.defer_(rl.close)
+	if err := rc.operatorImage(); err != nil {
+		return err
+	}
 	cl, err := rc.startCluster(ctx)
 	if err != nil {
 		return err
@@ -297,7 +301,12 @@ func (rc *runContext) run(ctx context.Context) error {
 			subjects = append(subjects, subject.FromFile(f, cl, filepath.Join(dir, "subjects"), run.ID))
 			continue
 		}
-		subj, err := subject.InProcess(f, cl)
+		var subj scenarios.Subject
+		if rc.o.calibrate.deployments {
+			subj, err = subject.InDeployment(f, cl, kindimage.DefaultOperatorRef, filepath.Join(dir, "subjects"), run.ID)
+		} else {
+			subj, err = subject.InProcess(f, cl)
+		}
 		if err != nil {
 			return withCode(ExitUsage, err)
 		}
