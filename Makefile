@@ -201,7 +201,7 @@ run: controlplane build ## Run the whole catalog with the bootid and legacy subj
 	$(BIN_DIR)/bootproof run --cluster embedded --nodes fake --subject bootid --subject legacy --parallel $(PARALLEL)
 
 .PHONY: calibrate
-calibrate: controlplane build ## Measure bootproof's sensitivity and specificity on the calibration variants (examples/calibration/: known-bad and slow-but-correct reconcilers) on the embedded cluster: _output/calibration/calibration.md and .json (REPEAT=N runs each case N times; CALIBRATE_FLAGS=--listed-only runs known-bad variants only where their files list them).
+calibrate: controlplane build ## Measure bootproof's sensitivity and specificity on the calibration variants (examples/calibration/: known-bad and slow-but-correct reconcilers) on the embedded cluster: _output/calibration/calibration.md and .json (REPEAT=N runs each case N times; CALIBRATE_FLAGS=--listed-only runs known-bad variants only where their files list them; CALIBRATE_FLAGS='--cluster kind --kind-image IMAGE' runs the variants as Deployments, one per case, on a kind cluster).
 	@rm -rf $(REPORTS_DIR)/calibration
 	$(BIN_DIR)/bootproof calibrate --parallel $(PARALLEL) --repeat $(REPEAT) $(CALIBRATE_FLAGS) --report-dir $(REPORTS_DIR)/calibration
 

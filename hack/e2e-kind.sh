@@ -11,7 +11,9 @@
 # leaves the in-process columns out: the same reconciler in-process is
 # judged on the embedded cluster ('make test'), and on kind what differs is
 # the process and the Deployment. The Deployment must be observed to do what
-# the process does, scenario by scenario. JUnit: _output/junit-kind.xml.
+# the process does, scenario by scenario. MODE full also runs the
+# calibration as Deployments ('bootproof calibrate --cluster kind
+# --listed-only'). JUnit: _output/junit-kind.xml.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 choice="$1" parallel="$2" report_dir="$3" bin_dir="$4" mode="${5:-full}"
@@ -53,6 +55,15 @@ for s in bootproof-bootid-deployment bootproof-legacy-deployment; do
     rc=$(( rc == 0 ? 1 : rc ))
   fi
 done
+# Full mode: the calibration where operators run, every variant as a
+# Deployment per case on a kind cluster of its own (each known-bad one in
+# its listed scenarios): the same figures as 'make calibrate', and the
+# same verdict per variant. Report: _output/calibration-kind/.
+if [ "$mode" = full ]; then
+  cal_dir="$(dirname "$report_dir")/calibration-kind"
+  rm -rf "$cal_dir"
+  "$bin_dir/bootproof" calibrate --cluster kind "${image_flag[@]}" --listed-only --parallel "$parallel" --report-dir "$cal_dir" || rc=$(( rc == 0 ? 1 : rc ))
+fi
 # Cluster faults on kind: the control-plane container frozen or killed in
 # the middle of a case must end as an error, never a verdict. Then a run
 # SIGKILLed mid-case: 'bootproof cleanup' must delete its kind cluster.
