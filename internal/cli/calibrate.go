@@ -143,11 +143,7 @@ func (co calibrateOptions) runOptions() (runOptions, error) {
 	deployments := false
 	switch clusterName(co.cluster) {
 	case clusterEmbedded:
-		for _, flag := range []string{"kind-image", "kind-cluster"} {
-			if co.changed[flag] {
-				return runOptions{}, withCode(ExitUsage, fmt.Errorf("--%s applies only with --cluster kind: drop it or give --cluster kind", flag))
-			}
-		}
+		// A kind flag given with it: checkClusterFlags refuses it.
 	case clusterKind:
 		deployments = true
 	default:
