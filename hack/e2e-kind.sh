@@ -61,8 +61,19 @@ done
 # same verdict per variant. Report: _output/calibration-kind/.
 if [ "$mode" = full ]; then
   cal_dir="$(dirname "$report_dir")/calibration-kind"
+  # Beside the in-process world's calibration when there is one ('make
+  # calibrate' before, as the e2e workflow does): a variant whose verdict
+  # differs between the worlds fails the run.
+  in_process_dir="$(dirname "$report_dir")/calibration"
+  compare=()
+  if [ -f "$in_process_dir/calibration.json" ]; then
+    compare=(--compare-with "$in_process_dir")
+    echo "e2e-kind: the calibration as Deployments is compared with the in-process one in $in_process_dir"
+  else
+    echo "e2e-kind: no in-process calibration in $in_process_dir to compare with ('make calibrate CALIBRATE_FLAGS=--listed-only' first): the Deployments' calibration is judged alone"
+  fi
   rm -rf "$cal_dir"
-  "$bin_dir/bootproof" calibrate --cluster kind "${image_flag[@]}" --listed-only --parallel "$parallel" --report-dir "$cal_dir" || rc=$(( rc == 0 ? 1 : rc ))
+  "$bin_dir/bootproof" calibrate --cluster kind "${image_flag[@]}" --listed-only --parallel "$parallel" "${compare[@]}" --report-dir "$cal_dir" || rc=$(( rc == 0 ? 1 : rc ))
 fi
 # Cluster faults on kind: the control-plane container frozen or killed in
 # the middle of a case must end as an error, never a verdict. Then a run

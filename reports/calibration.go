@@ -195,6 +195,23 @@ type CalibrationResult struct {
 	// from before it was recorded) or WorldDeployment.
 	World string           `json:"world,omitempty"`
 	Rows  []CalibrationRow `json:"variants"`
+	// Worlds, when the calibration was compared with another (calibrate
+	// --compare-with), puts both side by side.
+	Worlds *WorldComparison `json:"worlds,omitempty"`
+}
+
+// CompareWith puts c beside other, a calibration of another world (read
+// from source), in c.Worlds.
+func (c *CalibrationResult) CompareWith(other CalibrationResult, source string) {
+	o := WorldOutcomesOf(other)
+	o.Source = source
+	c.compareWith(o)
+}
+
+func (c *CalibrationResult) compareWith(other WorldOutcomes) {
+	c.Worlds = nil
+	w := CompareWorlds(WorldOutcomesOf(*c), other)
+	c.Worlds = &w
 }
 
 // Where a calibration's variants ran (CalibrationResult.World).
@@ -387,6 +404,9 @@ func RewriteCalibration(dir string, r scenarios.Results, generated time.Time) (C
 	}
 	c := Calibrate(r, old.Variants())
 	c.ListedOnly, c.World = old.ListedOnly, old.World
+	if old.Worlds != nil {
+		c.compareWith(old.Worlds.Other)
+	}
 	return c, WriteCalibration(dir, r, c, generated)
 }
 

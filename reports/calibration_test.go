@@ -207,6 +207,7 @@ func TestWriteCalibration(t *testing.T) {
 	dir := t.TempDir()
 	r := calibrationRun()
 	c := Calibrate(r, calibrationVariants())
+	c.CompareWith(Calibrate(otherWorldRun(), calibrationVariants()), "other")
 	if err := WriteCalibration(dir, r, c, time.Date(2026, 12, 6, 1, 2, 3, 0, time.UTC)); err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +217,7 @@ func TestWriteCalibration(t *testing.T) {
 	}
 	page := string(html)
 	for _, w := range []string{"<title>bootproof calibration</title>", `id="calibration-headline"`, `id="calibration-matrix"`, `id="variants"`, `<a class="caught" href="#case-0">✔</a>`,
-		`<a class="extra" href="#case-3">&#43;</a>`, `<div class="case" id="case-3">`} {
+		`<a class="extra" href="#case-3">&#43;</a>`, `<div class="case" id="case-3">`, `id="worlds"`, `<tr class="bad"><td>a</td>`} {
 		if !strings.Contains(page, w) {
 			t.Errorf("index.html lacks %q", w)
 		}
@@ -259,7 +260,10 @@ func TestWriteCalibration(t *testing.T) {
 // testdata/calibration.html.golden.
 func TestCalibrationHTMLGolden(t *testing.T) {
 	r := calibrationRun()
-	html, err := RenderCalibrationHTML(r, Calibrate(r, calibrationVariants()), time.Date(2026, 12, 6, 1, 2, 3, 0, time.UTC))
+	c := Calibrate(r, calibrationVariants())
+	c.World = WorldDeployment
+	c.CompareWith(Calibrate(otherWorldRun(), calibrationVariants()), "_output/calibration")
+	html, err := RenderCalibrationHTML(r, c, time.Date(2026, 12, 6, 1, 2, 3, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,9 @@ func CalibrationHeadline(c CalibrationResult) string {
 	} else {
 		fmt.Fprintf(&b, "; %d extra catch(es) in scenarios not listed", c.ExtraCatches)
 	}
+	if c.Worlds != nil {
+		b.WriteString("; " + WorldsLine(*c.Worlds))
+	}
 	return b.String()
 }
 
@@ -153,7 +156,11 @@ func CalibrationMarkdown(c CalibrationResult) string {
 	}
 	b.WriteString(", – not run.\n\n")
 	writeCalibrationMatrix(&b, c)
-	b.WriteString("\n## Variants\n\n")
+	b.WriteString("\n")
+	if c.Worlds != nil {
+		writeWorldsMarkdown(&b, *c.Worlds)
+	}
+	b.WriteString("## Variants\n\n")
 	for _, r := range c.Rows {
 		fmt.Fprintf(&b, "### %s (%s)\n\n%s. Subject file: `%s`.\n\n", r.Variant, r.Kind, r.Summary, r.File)
 		if r.Kind == KindDefect {

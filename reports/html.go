@@ -53,6 +53,7 @@ var funcs = template.FuncMap{
 	"moreDetails": func(ds []scenarios.Detail) bool { return len(ds) > scenarios.DetailsShown },
 	"cellGlyph":   CellGlyph,
 	"cellClass":   CellClass,
+	"worldsLine":  WorldsLine,
 	"cellMeaning": CellMeaning,
 }
 

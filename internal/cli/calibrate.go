@@ -44,6 +44,9 @@ type calibrateOptions struct {
 	cluster     string
 	kindImage   string
 	kindCluster string
+	// compareWith is a report directory of another calibration to put
+	// beside this one.
+	compareWith string
 	changed     map[string]bool
 }
 
@@ -90,7 +93,15 @@ nodes), scoped to the case as in-process, with leader election as
 in-process (off unless the variant turns it on; the variant two-replicas
 is two pods), paused by scaling it to 0 and back. Each case's manifest
 and its pods' logs are kept under subjects/ in the report. The figures
-and the report are the same; the headline says where the variants ran.`,
+and the report are the same; the headline says where the variants ran.
+
+--compare-with DIR puts this calibration beside another one (the report
+directory of an earlier 'bootproof calibrate', typically the other world:
+'make calibrate' writes _output/calibration): calibration.md, .json and
+index.html get a table of each variant's verdict in both, with the variants
+whose verdict differs flagged and the scenarios whose outcome differs named.
+A variant whose verdict differs exits 1, as a miss does; one measured in
+only one of them is shown, not compared.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			verbosity, _ := cmd.InheritedFlags().GetInt("verbosity")
@@ -118,6 +129,7 @@ and the report are the same; the headline says where the variants ran.`,
 	f.StringVar(&co.cluster, "cluster", string(clusterEmbedded), "where the variants run: embedded (in this process, on the embedded cluster) or kind (as Deployments, one per case, on a kind cluster)")
 	f.StringVar(&co.kindImage, "kind-image", cluster.DefaultKindImage, "with --cluster kind: the node image (kind's published one, or one 'make kind-image' built here)")
 	f.StringVar(&co.kindCluster, "kind-cluster", "", "with --cluster kind: reuse this existing kind cluster instead of creating one")
+	f.StringVar(&co.compareWith, "compare-with", "", "report directory of another calibration (its "+reports.CalibrationJSONFile+") to put beside this one, variant by variant")
 	return cmd
 }
 
@@ -149,6 +161,18 @@ func (co calibrateOptions) runOptions() (runOptions, error) {
 	default:
 		return runOptions{}, withCode(ExitUsage, fmt.Errorf("invalid --cluster %q: accepted: %s (variants in-process) or %s (variants as Deployments)", co.cluster, clusterEmbedded, clusterKind))
 	}
+	var other *reports.CalibrationResult
+	if co.compareWith != "" {
+		c, err := reports.ReadCalibration(co.compareWith)
+		if err != nil {
+			return runOptions{}, withCode(ExitUsage, fmt.Errorf("--compare-with %s: %w (accepted: the report directory of an earlier 'bootproof calibrate', with its %s)",
+				co.compareWith, err, reports.CalibrationJSONFile))
+		}
+		if len(c.Rows) == 0 {
+			return runOptions{}, withCode(ExitUsage, fmt.Errorf("--compare-with %s: %s has no variants", co.compareWith, filepath.Join(co.compareWith, reports.CalibrationJSONFile)))
+		}
+		other = &c
+	}
 	changed := map[string]bool{"cluster": true}
 	for _, flag := range []string{"kind-image", "kind-cluster"} {
 		changed[flag] = co.changed[flag]
@@ -157,7 +181,8 @@ func (co calibrateOptions) runOptions() (runOptions, error) {
 		cluster: co.cluster, kindImage: co.kindImage, kindCluster: co.kindCluster, changed: changed, nodes: string(nodesFake), subjectFiles: files, scenarios: co.scenarios,
 		monitor: DefaultRunMonitor, parallel: co.parallel, nodeBudget: co.nodes, repeat: co.repeat, reportDir: co.reportDir,
 		binDir: co.binDir, certValidity: controlplane.DefaultCertValidity, nodeCreds: "shared",
-		verbose: co.verbose, calibrate: &calibrateRun{variants: co.variants, dir: co.dir, listedOnly: co.listed, deployments: deployments},
+		verbose: co.verbose, calibrate: &calibrateRun{variants: co.variants, dir: co.dir, listedOnly: co.listed, deployments: deployments,
+			other: other, otherDir: co.compareWith},
 	}, nil
 }
 
@@ -171,6 +196,9 @@ type calibrateRun struct {
 	// deployments runs the variants as Deployments, one per case
 	// (subject.InDeployment), from an operator image of this executable.
 	deployments bool
+	// other, read from otherDir, is the calibration to compare with.
+	other    *reports.CalibrationResult
+	otherDir string
 }
 
 // world is where the variants run, for the report.
@@ -304,6 +332,9 @@ func (rc *runContext) calibration(res scenarios.Results) (reports.CalibrationRes
 	}
 	c := reports.Calibrate(res, variants)
 	c.ListedOnly, c.World = rc.o.calibrate.listedOnly, rc.o.calibrate.world()
+	if cr := rc.o.calibrate; cr.other != nil {
+		c.CompareWith(*cr.other, cr.otherDir)
+	}
 	return c, nil
 }
 
@@ -327,6 +358,8 @@ func (rc *runContext) calibrationExit(ctx context.Context, dir string, c reports
 			len(c.NoCells), strings.Join(why, "; "), md))
 	case !c.OK():
 		return withCode(ExitFailed, fmt.Errorf("calibration: %s; see %s", reports.CalibrationHeadline(c), md))
+	case c.Worlds != nil && len(c.Worlds.Differ) > 0:
+		return withCode(ExitFailed, fmt.Errorf("calibration: %s; see %s", reports.WorldsLine(*c.Worlds), md))
 	}
 	return nil
 }

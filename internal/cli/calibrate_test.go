@@ -15,6 +15,7 @@ import (
 	"github.com/bootproof/bootproof/internal/subject"
 	"github.com/bootproof/bootproof/kmm/variant"
 	"github.com/bootproof/bootproof/reports"
+	"github.com/bootproof/bootproof/scenarios"
 )
 
 // calibrationDir returns a directory of two calibration files: the
@@ -105,15 +106,21 @@ func TestCalibrateGates(t *testing.T) {
 // TestCalibrateListedOnly: with --listed-only a known-bad variant runs
 // only in the scenarios its file lists, a slow one in every scenario; the
 // figures are measured as without it, and the report says which cells
-// were not run.
+// were not run. Compared (--compare-with) with a calibration of another
+// world in which no-reload was missed, the run is 100 % and still exits 1,
+// the variant flagged.
 func TestCalibrateListedOnly(t *testing.T) {
 	dir := calibrationDir(t, "")
 	report := filepath.Join(t.TempDir(), "report")
+	otherDir := otherWorldCalibration(t)
 	var out, errb bytes.Buffer
 	code := cli.Run(context.Background(), []string{"calibrate", "--dir", dir, "--scenario", "fast-reboot-0.5g", "--scenario", "kubelet-restart-no-reboot",
-		"--listed-only", "--parallel", "4", "--report-dir", report}, &out, &errb)
-	if code != cli.ExitOK {
-		t.Fatalf("exit %d, want %d; stdout:\n%s\nstderr:\n%s", code, cli.ExitOK, out.String(), errb.String())
+		"--listed-only", "--parallel", "4", "--report-dir", report, "--compare-with", otherDir}, &out, &errb)
+	if code != cli.ExitFailed {
+		t.Fatalf("exit %d, want %d (a verdict differs from the other world's); stdout:\n%s\nstderr:\n%s", code, cli.ExitFailed, out.String(), errb.String())
+	}
+	if w := "verdict not as in the deployment world for 1 of 2 variant(s): no-reload"; !strings.Contains(errb.String(), w) {
+		t.Errorf("stderr %q lacks %q", errb.String(), w)
 	}
 	data, err := os.ReadFile(filepath.Join(report, reports.CalibrationJSONFile))
 	if err != nil {
@@ -125,6 +132,9 @@ func TestCalibrateListedOnly(t *testing.T) {
 	}
 	if !c.ListedOnly || c.Sensitivity != (reports.Ratio{Count: 1, Total: 1}) || c.Specificity != (reports.Ratio{Count: 2, Total: 2}) {
 		t.Errorf("listed only %t, sensitivity %v, specificity %v; want true, 1 of 1, 2 of 2", c.ListedOnly, c.Sensitivity, c.Specificity)
+	}
+	if !c.OK() || c.Worlds == nil || fmt.Sprint(c.Worlds.Differ) != "[no-reload]" || c.Worlds.Other.Source != otherDir {
+		t.Errorf("ok %t, worlds %+v; want true, no-reload differing from %s", c.OK(), c.Worlds, otherDir)
 	}
 	ran := map[string][]string{}
 	for _, r := range c.Rows {
@@ -142,7 +152,8 @@ func TestCalibrateListedOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"(--listed-only)", "| kubelet-restart-no-reboot | – |"} {
+	for _, w := range []string{"(--listed-only)", "| kubelet-restart-no-reboot | – |", "| no-reload | defect | caught | not caught | ❌ differs |",
+		"* no-reload in fast-reboot-0.5g: caught here, missed in the deployment world"} {
 		if !strings.Contains(string(md), w) {
 			t.Errorf("calibration.md lacks %q:\n%s", w, md)
 		}
@@ -157,6 +168,32 @@ func TestCalibrateListedOnly(t *testing.T) {
 			t.Errorf("index.html lacks %q", w)
 		}
 	}
+}
+
+// otherWorldCalibration writes the report directory of a calibration of
+// calibrationDir's variants as Deployments in which no-reload was missed
+// in fast-reboot-0.5g (it passed) and slow-reconcile passed.
+func otherWorldCalibration(t *testing.T) string {
+	t.Helper()
+	res := scenarios.Results{Cases: []scenarios.CaseResult{
+		{Subject: "cal-no-reload", Scenario: "fast-reboot-0.5g", Observed: scenarios.Pass, Verdict: scenarios.Fail},
+		{Subject: "cal-slow-reconcile", Scenario: "fast-reboot-0.5g", Observed: scenarios.Pass, Verdict: scenarios.Pass},
+	}}
+	c := reports.Calibrate(res, []reports.CalibrationVariant{
+		{Subject: "cal-no-reload", Variant: "no-reload", Kind: reports.KindDefect,
+			Listed: []reports.ListedScenario{{Scenario: "fast-reboot-0.5g", Expect: "fail:reload", Assertions: []string{"reload"}}}},
+		{Subject: "cal-slow-reconcile", Variant: "slow-reconcile", Kind: reports.KindSlow},
+	})
+	c.World = reports.WorldDeployment
+	data, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, reports.CalibrationJSONFile), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // TestCalibrateSelectionMeasuresEveryVariant: a selection in which a

@@ -48,6 +48,7 @@ func TestRunBadInput(t *testing.T) {
 		{"calibrate: bad repeat", []string{"calibrate", "--dir", "../../examples/calibration", "--repeat", "0"}, []string{"invalid --repeat 0", "accepted: 1 to 100"}},
 		{"calibrate: unknown cluster", []string{"calibrate", "--dir", "../../examples/calibration", "--cluster", "kubeconfig"}, []string{`invalid --cluster "kubeconfig"`, "embedded (variants in-process) or kind (variants as Deployments)"}},
 		{"calibrate: a kind flag on the embedded cluster", []string{"calibrate", "--dir", "../../examples/calibration", "--kind-image", "x:y"}, []string{"--kind-image applies only with --cluster kind"}},
+		{"calibrate: nothing to compare with", []string{"calibrate", "--dir", "../../examples/calibration", "--compare-with", "testdata"}, []string{"--compare-with testdata", "calibration.json", "the report directory of an earlier 'bootproof calibrate'"}},
 		{"kmm: unknown variant", []string{"kmm", "--variant", "slow"}, []string{"--variant", `"slow"`, "none, boot-from-node"}},
 		{"vm cleanup of other domains", []string{"vm", "cleanup", "--prefix", "prod-"}, []string{"--prefix", `"prod-"`, "starting with bootproof-"}},
 		{"image without agent", []string{"image", "build", "--agent", "/nonexistent/bootproof-agent"}, []string{"/nonexistent/bootproof-agent: not a file", "make build-libvirt"}},

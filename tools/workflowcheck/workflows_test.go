@@ -64,16 +64,21 @@ var (
 	// e2e.yaml on push and pull_request: kind, and the VM smoke subset on
 	// a GitHub-hosted runner; not the self-hosted catalog.
 	e2eHostedFacts = map[string]string{
-		"e2e-kind":                                           "runs",
-		"e2e-kind.steps[publish].after-failure":              "runs",
-		"e2e-kind.steps[publish-faults].after-failure":       "runs",
-		"e2e-kind.steps[publish-faults].with.report-dir":     "_output/kind-faults",
-		"e2e-libvirt-smoke":                                  "runs",
-		"e2e-libvirt-smoke.runs-on":                          "ubuntu-24.04",
-		"e2e-libvirt-smoke.env.LIBVIRT_LABEL":                "vm-smoke",
-		"e2e-libvirt-smoke.steps[setup].with.libvirt":        "true",
-		"e2e-libvirt-smoke.steps[setup].steps[deps-libvirt]": "runs",
-		"e2e-libvirt-smoke.steps[publish].after-failure":     "runs",
+		"e2e-kind":                                                       "runs",
+		"e2e-kind.steps[publish].after-failure":                          "runs",
+		"e2e-kind.steps[publish-faults].after-failure":                   "runs",
+		"e2e-kind.steps[publish-faults].with.report-dir":                 "_output/kind-faults",
+		"e2e-kind.steps[calibrate-in-process]":                           "runs",
+		"e2e-kind.steps[e2e-kind]":                                       "runs",
+		"e2e-kind.steps[publish-calibration-in-process].after-failure":   "runs",
+		"e2e-kind.steps[publish-calibration-in-process].with.report-dir": "_output/calibration",
+		"e2e-kind.steps[publish-calibration].with.report-dir":            "_output/calibration-kind",
+		"e2e-libvirt-smoke":                                              "runs",
+		"e2e-libvirt-smoke.runs-on":                                      "ubuntu-24.04",
+		"e2e-libvirt-smoke.env.LIBVIRT_LABEL":                            "vm-smoke",
+		"e2e-libvirt-smoke.steps[setup].with.libvirt":                    "true",
+		"e2e-libvirt-smoke.steps[setup].steps[deps-libvirt]":             "runs",
+		"e2e-libvirt-smoke.steps[publish].after-failure":                 "runs",
 		"e2e-libvirt": "skipped",
 	}
 	// e2e.yaml's self-hosted job on schedule and workflow_dispatch: the
