@@ -14,6 +14,7 @@ import (
 	"github.com/bootproof/bootproof/scenarios/judging"
 	"github.com/bootproof/bootproof/scenarios/trace"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // actionSpec is one kind of action, in one place: the parameters a
@@ -148,8 +149,9 @@ func timelineActions() map[ActionKind]actionSpec {
 		// delete-nmc deletes the targeted nodes' NodeModulesConfigs, as a
 		// person does by hand or KMM once no Module selects the node: the
 		// garbage collector then deletes the worker pods they own, which
-		// the subject must release (its finalizer). A later spec action
-		// on the node creates the NodeModulesConfig again.
+		// the subject must release (its finalizer); the action ends once
+		// it has begun to (collect.go). A later spec action on the node
+		// creates the NodeModulesConfig again.
 		ActDeleteNMC: {fields: []string{"on"}, run: (*caseRun).doDeleteNMC},
 		// refuse-writes makes the API server refuse the subject's writes
 		// for the targeted nodes (its worker pods' creates and updates,
@@ -288,17 +290,25 @@ func (c *caseRun) doSpec(ctx context.Context, a Action) error {
 // then has no spec, and no module's absence from it is the subject's to
 // answer for (nobody owns it any more).
 func (c *caseRun) doDeleteNMC(ctx context.Context, a Action) error {
+	deleted := map[types.UID]string{}
 	for _, n := range c.targets(a.On) {
+		obj, err := c.dyn.Resource(contract.NMCResource).Get(ctx, n, metav1.GetOptions{})
+		if err != nil {
+			return infra("get NodeModulesConfig %s to delete it: %w", n, err)
+		}
 		c.mu.Lock()
 		c.spec[n], c.nmcGone[n] = nil, true
 		c.mu.Unlock()
 		c.obs.Action(n, a.Kind, "NodeModulesConfig deleted")
-		err := c.dyn.Resource(contract.NMCResource).Delete(ctx, n, metav1.DeleteOptions{PropagationPolicy: ptrTo(metav1.DeletePropagationBackground)})
+		uid := obj.GetUID()
+		err = c.dyn.Resource(contract.NMCResource).Delete(ctx, n, metav1.DeleteOptions{PropagationPolicy: ptrTo(metav1.DeletePropagationBackground),
+			Preconditions: &metav1.Preconditions{UID: &uid}})
 		if err != nil {
 			return infra("delete NodeModulesConfig %s: %w", n, err)
 		}
+		deleted[uid] = n
 	}
-	return nil
+	return c.awaitCollected(ctx, a, deleted)
 }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bootproof/bootproof/contract"
@@ -61,6 +62,9 @@ type Engine struct {
 	// clients, set by tests, replaces the clients of Cluster.RESTConfig
 	// (fake clientsets).
 	clients func() (kubernetes.Interface, dynamic.Interface, error)
+	// collectorReady: the cluster's garbage collector was seen acting on
+	// NodeModulesConfig owners (awaitCollector).
+	collectorReady atomic.Bool
 }
 
 type caseRun struct {

@@ -154,6 +154,11 @@ func (c *caseRun) provision(ctx context.Context) error {
 // startSubject records each node's base boot, writes the
 // NodeModulesConfigs and starts the subject.
 func (c *caseRun) startSubject(ctx context.Context, req SubjectRequest) error {
+	if slices.ContainsFunc(c.s.Actions, func(a Action) bool { return a.Kind == ActDeleteNMC }) {
+		if err := c.awaitCollector(ctx); err != nil {
+			return err
+		}
+	}
 	c.baseAt = time.Now()
 	for _, n := range c.names {
 		c.baseBoot[n] = c.obs.Snapshot(n).BootID

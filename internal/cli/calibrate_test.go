@@ -269,3 +269,29 @@ func TestCalibrateSelectionMeasuresEveryVariant(t *testing.T) {
 		})
 	}
 }
+
+// TestCalibrateCatchesOrphansOnAFreshCluster: keep-orphan-pods, alone in
+// nmc-deleted-while-loading on a new embedded cluster, is caught through
+// workers-finish. Its first case starts seconds after the
+// NodeModulesConfig CRD is created, when the garbage collector (which
+// re-reads discovery every 30 s) does not yet act on NodeModulesConfig
+// owners: before the case waited for it, the worker pod was never
+// collected, finished its load, and the defect passed.
+func TestCalibrateCatchesOrphansOnAFreshCluster(t *testing.T) {
+	cptest.RequireBinaries(t)
+	t.Setenv("TMPDIR", t.TempDir())
+	report := filepath.Join(t.TempDir(), "report")
+	var out, errb bytes.Buffer
+	code := cli.Run(context.Background(), []string{"calibrate", "--dir", "../../examples/calibration", "--variant", "keep-orphan-pods",
+		"--scenario", "nmc-deleted-while-loading", "--report-dir", report}, &out, &errb)
+	if code != cli.ExitOK {
+		t.Fatalf("exit %d, want %d (keep-orphan-pods caught); stdout:\n%s\nstderr:\n%s", code, cli.ExitOK, out.String(), errb.String())
+	}
+	c, err := reports.ReadCalibration(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Rows) != 1 || len(c.Rows[0].Cells) != 1 || c.Rows[0].Cells[0].Outcome != reports.CellCaught || fmt.Sprint(c.Rows[0].Cells[0].Failed) != "[workers-finish]" {
+		t.Errorf("calibration rows %+v; want keep-orphan-pods caught through workers-finish", c.Rows)
+	}
+}
